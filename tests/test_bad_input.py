@@ -261,9 +261,16 @@ CASES = {
     "restart and overwrite": (["run", TG, *SMALL, "--out", "run", "--restart", "--overwrite"],
                               "cannot be combined with --restart"),
     "restart on another grid": (["run", TG, *SMALL, "--set", "grid.shape=32", "--out", "run", "--restart"],
-                                ("holds grid [16, 16, 16]; to continue it, restart on that grid (its own config does: "
-                                 "simulator run run/config.yaml --out run --restart); a run on grid [32, 32, 32] is a "
-                                 "new run: branch it with --restart run/checkpoints/c00000005.json --out NEW_DIR")),
+                                ("--restart = 'run/checkpoints/c00000005.json' holds grid [16, 16, 16]; to continue "
+                                 "it, restart on that grid (its own config does: simulator run run/config.yaml --out "
+                                 "run --restart); a run on grid [32, 32, 32] is a new run: branch it with --restart "
+                                 "run/checkpoints/c00000005.json --out NEW_DIR")),
+    # it said --restart, of a --resume, and named the checkpoint as c00000005.h5 and then as c00000005.json
+    "resume on another grid": (["run", TG, *SMALL, "--set", "grid.shape=32", "--out", "run", "--resume"],
+                               "--resume = 'run' holds grid [16, 16, 16]; to continue it, resume on that grid (its "
+                               "own config does: simulator run run/config.yaml --out run --resume); a run on grid "
+                               "[32, 32, 32] is a new run: branch it with --restart run/checkpoints/c00000005.json "
+                               "--out NEW_DIR"),
     "restart with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
                                     "--restart"], "(changed: physics.viscosity)"),
     "restart in another box": (["run", TG, *SMALL, "--set", "grid.box=3", "--out", "run", "--restart"],

@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,6 +79,17 @@ def test_the_start_up_of_couette_flow_against_its_exact_series(devices, scheme):
         errors.append(np.abs(velocity(sim, state)[0, 0, 0] - exact).max())
     ratio = 2.0 ** SCHEMES[scheme].order
     assert errors[1] < 2e-5 and 0.9 * ratio < errors[0] / errors[1] < 1.1 * ratio, errors
+
+
+def test_four_points_across_the_fewest_the_grid_takes_hold_laminar_flow(devices):
+    """4 Gauss-Lobatto points, the fewest grid.shape takes between no-slip plates (3 are refused: the Helmholtz
+    solves take 4 coefficients), run: Poiseuille flow, a parabola they hold exactly, stays steady to round-off for
+    5 steps at Re = 100, its wall stress 2/Re."""
+    sim = channel_run(devices, shape=(8, 4), physics__reynolds=100.0, initial__name="laminar")
+    state = advance(sim, sim.initial_state(), 0.05, 5)
+    u = velocity(sim, state)
+    assert np.abs(u[0, 0] - channel.poiseuille(Chebyshev(4, 2.0).points() - 1)).max() < 1e-14
+    assert float(sim.diagnostics(state, 0.05)["tau_bottom"]) == pytest.approx(0.02, rel=1e-12)
 
 
 def _wave_rate(devices, case, drive: str, amplitude: float, reynolds: float, shape, dt: float, steps: int,
@@ -218,6 +232,20 @@ BAD = [
     ({"initial.name": "tollmien_schlichting", "initial.alpha": "3"}, r"^error: initial\.alpha = 3\.0 is not resolved "
      r"by the grid; 2 pi m / Lx with m < Nx / 3"),
     ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
+    # 16 points across at Re = 10^4: the wave grew 2.5 times too fast, on 9 it decayed (only Nx was checked)
+    ({"initial.name": "tollmien_schlichting"}, r"^error: grid\.shape = \[8, 16\] does not resolve the "
+     r"Tollmien-Schlichting wave across the plates; a count across the plates on which the wave's Orr-Sommerfeld "
+     r"growth rate comes within 1% of the converged 0\.00374 \(Re = 10000, alpha = 1; 16 points give 0\.00926, 41 "
+     r"are the fewest above that do\)$"),
+    # three points across ended in a 64-line traceback, the run folder created
+    ({"grid.shape": "[8,3]"}, r"^error: grid\.shape = \[8, 3\] has too few points across the plates; at least 4 "
+     r"points across the no-slip plates"),
+    # the plates removed from an odd count across: it blamed the count
+    ({"grid.shape": "[8,15]", "grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the grid "
+     r"periodic; y: channel2d runs between two plates"),
+    # mixed plates listed the periodic-only equations as taking free-slip plates
+    ({"grid.walls.velocity": "[no-slip,free-slip]"}, r"^error: grid\.walls\.velocity = .* free-slip plates: "
+     r"physics\.name convection or convection2d$"),
 ]
 
 
@@ -229,6 +257,45 @@ def test_bad_channel_input_is_one_line_exit_2_and_nothing_written(tmp_path, capf
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_tutorials_wave_runs_and_its_wall_units_warning_says_a_laminar_study_may_ignore_it(tmp_path, capfd):
+    """The tutorial's grid, 8 x 64 (docs/tutorials/channels.md), passes the Tollmien-Schlichting check across the
+    plates; its log's wall_resolution warning says what is coarse (wall units, a turbulent channel's) and that a
+    laminar study may ignore it, where it said "refine grid.shape, or lower physics.reynolds" alone."""
+    shipped = str(Path(simulator.__file__).parents[1] / "configs" / "tollmien_schlichting.yaml")
+    code, out, err = command(capfd, "run", shipped, "--set", "grid.shape=[8, 64]", "--set", "time.t_end=0.02",
+                             "--set", "output.chunk=1", "--set", "output.snapshots=null", "--set",
+                             "output.spectra=null", "--set", "output.profiles=null", "--out", str(tmp_path / "ts"))
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "wall_resolution" in line]
+    assert len(warned) == 1 and warned[0].endswith("its spacings in wall units are coarser than a turbulent channel "
+                                                   "DNS's: refine grid.shape, or lower physics.reynolds, for "
+                                                   "turbulence; a laminar or linear-stability study, such as a "
+                                                   "Tollmien-Schlichting wave's, may ignore it)"), warned
+
+
+def test_a_key_of_another_drive_is_named_as_ignored(tmp_path, caplog):
+    """The shipped Poiseuille config switched to the pressure drive by editing physics.drive alone (as its header
+    said): its flux, and a plate velocity beside it, were ignored silently. `simulator validate` (a process of its
+    own: the warning is the package logger's) warns one line per ignored key; load_config warns of a pressure
+    gradient under the flux drive, and of nothing in the config as shipped."""
+    shipped = str(Path(simulator.__file__).parents[1] / "configs" / "channel_poiseuille.yaml")
+    done = subprocess.run([sys.executable, "-m", "simulator", "validate", shipped, "--set", "physics.drive=pressure",
+                           "--set", "physics.plate_velocity=2"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "physics.plate_velocity = 2.0 is ignored under physics.drive = pressure: it sets the plates' speed of drive "
+        "= couette; remove it, or set physics.drive = couette",
+        "physics.flux = 0.6666666666666666 is ignored under physics.drive = pressure: it sets the bulk velocity of "
+        "drive = flux; remove it, or set physics.drive = flux"]
+    with caplog.at_level("WARNING", logger="simulator"):
+        simulator.load_config(shipped, ["physics.pressure_gradient=0.00125"])
+        simulator.load_config(shipped)
+    assert [r.getMessage() for r in caplog.records] == [
+        "physics.pressure_gradient = 0.00125 is ignored under physics.drive = flux: it sets the mean pressure "
+        "gradient of drive = pressure; remove it, or set physics.drive = pressure"]
 
 
 def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):

@@ -232,6 +232,13 @@ BAD = [
     ({"grid.walls.temperature": "[fixed-flux,fixed-flux]", "initial.name": "mode"}, r"^error: initial\.name = 'mode' "
      r"is not available with fixed-flux plates"),
     ({"grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the grid periodic"),
+    # mixed plates ran as fixed flux at both, silently
+    ({"grid.walls.temperature": "[fixed-flux,fixed-value]"}, r"^error: grid\.walls\.temperature = \['fixed-flux', "
+     r"'fixed-value'\] mixes conditions; the same condition at both plates, \[fixed-value, fixed-value\] or "
+     r"\[fixed-flux, fixed-flux\]"),
+    ({"grid.walls.temperature": "[fixed-value,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* mixes "),
+    # three points across ended in a traceback from the compiled step
+    ({"grid.shape": "[8,3]"}, r"^error: grid\.shape = \[8, 3\] has too few points across the plates; at least 4 "),
     ({"physics.rayleigh": "0"}, r"^error: physics\.rayleigh = 0"),
     ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
     ({"time.integrator": "rk4"}, r"^error: time\.integrator = 'rk4' is not available"),

@@ -80,9 +80,13 @@ def load(source: str | Path | Mapping[str, Any] | None,
         _refuse_sweep_file(source, raw)
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
-    if isinstance(overrides, Mapping):
-        return from_dict(set_values(raw, overrides), stored)
-    return from_dict(apply_overrides(raw, overrides), stored)
+    tree = set_values(raw, overrides) if isinstance(overrides, Mapping) else apply_overrides(raw, overrides)
+    cfg = from_dict(tree, stored)
+    physics = tree.get("physics")
+    if not stored and isinstance(physics, Mapping):  # a stored config holds every key, each drive's among them
+        for line in cfg.physics.ignored_keys(physics):
+            _note_ignored(line)
+    return cfg
 
 
 #: the keys of a sweep file (:mod:`simulator.sweep_file`), by which a run's config given one tells it apart
@@ -123,6 +127,12 @@ def _rederived(raw: dict[str, Any], overrides: Mapping[str, Any] | Sequence[str]
 def _note_renamed(old: str) -> None:
     """One line per old key per process: the key still works, its new name is the one to write."""
     logging.getLogger("simulator").warning("%s is now %s (the old key still works; rename it)", old, RENAMED[old])
+
+
+@functools.cache
+def _note_ignored(line: str) -> None:
+    """One line per key the config gives and its physics ignores, per process (a sweep's points say it once)."""
+    logging.getLogger("simulator").warning("%s", line)
 
 
 def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:

@@ -41,6 +41,10 @@ def plates_axis(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]
 VELOCITY_WALLS = {"free-slip": "sincos", "no-slip": "chebyshev"}
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
 SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
+#: the fewest points across the plates each bounded basis runs with: the Helmholtz solves of the no-slip flows
+#: (simulator.walls.helmholtz) take n >= 4 Chebyshev coefficients, 4 Gauss-Lobatto points (below that the compiled
+#: step fails); a sine or cosine series runs on 2
+MIN_ACROSS = {"sincos": 2, "chebyshev": 4}
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class GridConfig:
     shape: tuple[int, int, int] | tuple[int, int] = setting(
         (32, 32, 32), "grid points (Nx, Ny, Nz) of a box, or (Nx, Ny) of a plane (docs: the plane); a single integer "
         "means a cubic grid (a square one, and [32, 32] by default, for a planar equation); the last entry even, "
-        "except across plates (grid.walls), where any count is taken (65 Gauss-Lobatto points: [64, 64, 65])",
+        "except across plates (grid.walls), where any count is taken from 2 (free-slip) or 4 (no-slip: 65 "
+        "Gauss-Lobatto points, [64, 64, 65])",
         min=1, max=1 << 20)
     box: tuple[float, float, float] | tuple[float, float] = setting(
         (TWO_PI, TWO_PI, TWO_PI),
@@ -172,14 +177,16 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
     """Plates across the last direction of a box or plane, with an equation that declares it takes them, on a
     backend whose layout does, with conditions the free-slip basis represents (``equations``: the registry's
     declarations by name)."""
-    walls = cfg.grid.walls
+    walls, info = cfg.grid.walls, equations[cfg.physics.name]
     if not walls.on:
+        if info.walls == "required":  # said before the periodic grid's own checks (an odd count) blame the grid
+            raise ConfigError("grid.walls.axis", None, f"{PLATES_AXIS}: {cfg.physics.name} runs between two plates "
+                              "across the last direction", "leaves the grid periodic")
         return
     if walls.axis != PLATES_AXIS:
         raise ConfigError("grid.walls.axis", walls.axis, f"{PLATES_AXIS}, the last direction of the "
                           f"{'plane' if cfg.grid.plane else 'box'} grid.shape = {list(cfg.grid.shape)}, or null",
                           "is not a direction that can lie between plates")
-    info = equations[cfg.physics.name]
     if info.walls == "none":
         takes = sorted(name for name, other in equations.items() if other.walls != "none")
         raise ConfigError("grid.walls.axis", walls.axis, f"null for physics.name = {cfg.physics.name}, which is "
@@ -205,7 +212,8 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"two of: {', '.join(VELOCITY_WALLS)} "
                               "(bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
         if condition not in info.wall_velocity:
-            takes = sorted(name for name, other in equations.items() if condition in other.wall_velocity)
+            takes = sorted(name for name, other in equations.items()
+                           if other.walls != "none" and condition in other.wall_velocity)
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"{' or '.join(info.wall_velocity)} plates "
                               f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
                               f"{' or '.join(takes)}", "is not available for this equation")
@@ -216,9 +224,17 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
         if condition not in SCALAR_WALLS:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), f"two of: {', '.join(SCALAR_WALLS)}"
                               " (bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
-    if walls.basis == "sincos" and len(set(walls.temperature)) > 1:
-        raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates: "
-                          "the free-slip basis holds a field as one sine or one cosine series", "mixes conditions")
+    if len(set(walls.temperature)) > 1:
+        why = ("the free-slip basis holds a field as one sine or one cosine series" if walls.basis == "sincos" else
+               "a plate of each does not run yet (the no-slip solves hold one condition at both)")
+        raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates, "
+                          f"[fixed-value, fixed-value] or [fixed-flux, fixed-flux]: {why}", "mixes conditions")
+    fewest, across = MIN_ACROSS[walls.basis], cfg.grid.shape[-1]
+    if across < fewest:
+        raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the "
+                          f"{walls.velocity[0]} plates (the last entry): the fewest the "
+                          f"{'Chebyshev' if walls.basis == 'chebyshev' else 'sine and cosine'} basis runs with",
+                          "has too few points across the plates")
 
 
 def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:

@@ -18,15 +18,20 @@ stepped by IMEX RK222 with the viscous terms implicit; :mod:`.equation` is the i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
 from simulator.equations.scales import faster
 from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, show_value
 from simulator.schema import param, random_seed, setting
-from simulator.walls.channel import DRIVES, check_channel
+from simulator.walls.channel import DRIVES, check_channel, check_ts_across
+
+#: the key each drive alone reads, and what it sets
+DRIVE_KEYS = {"couette": ("plate_velocity", "the plates' speed"), "pressure": ("pressure_gradient", "the mean "
+              "pressure gradient"), "flux": ("flux", "the bulk velocity")}
 
 #: the channels' outer units (:class:`~simulator.equations.spec.UnitSystem`), which every output of a channel run
 #: records (a figure in wall units says so itself)
@@ -57,6 +62,12 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
+
+    def ignored_keys(self, given: Mapping[str, Any]) -> list[str]:
+        """The keys of the drives other than ``drive`` that ``given`` sets (:data:`DRIVE_KEYS`): each is ignored."""
+        return [f"physics.{key} = {show_value(getattr(self, key))} is ignored under physics.drive = {self.drive}: "
+                f"it sets {what} of drive = {other}; remove it, or set physics.drive = {other}"
+                for other, (key, what) in DRIVE_KEYS.items() if other != self.drive and given.get(key) is not None]
 
     def gradient(self) -> float:
         """The fixed mean pressure gradient G (drive ``pressure``)."""
@@ -133,6 +144,7 @@ class TollmienSchlichting(InitialCondition):
         check_channel(physics.drive, physics.reynolds, tuple(cfg.grid.walls.velocity),
                       physics.flux if physics.drive == "flux" else None, self.alpha, cfg.grid.box[0],
                       cfg.grid.shape[0])
+        check_ts_across(physics.reynolds, self.alpha, tuple(cfg.grid.shape))
 
 
 #: the channel's time series (both geometries; a box's divergence, slip and CFL number over its three components)

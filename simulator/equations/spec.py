@@ -60,6 +60,12 @@ class EquationParams:
         starts, and said by ``simulator validate`` and ``plan``. None by default."""
         return []
 
+    def ignored_keys(self, given: Mapping[str, Any]) -> list[str]:
+        """One line for each key of ``given`` (the ``physics`` section as the config and its ``--set`` give it,
+        before defaults) that these parameters ignore (a key of another mode of the equation), naming it: logged
+        as a warning when the config is loaded. None by default."""
+        return []
+
     def resolve(self, cfg: Any) -> Any:
         """``cfg`` with the keys that follow from this equation's filled in (e.g. ``time.t_end`` from a
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""

@@ -37,14 +37,17 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
         raise ConfigError("--restart", restart, f"give {held.run} to continue the run's current trajectory from its "
                           f"latest checkpoint, or a checkpoint of that trajectory ({now})", why)
     old = plates_axis(ckpt.meta["config"])[0]  # a plane's plates across y, as runs named them before: z
+    marker = ckpt.index.with_suffix(".json")  # the checkpoint as --restart PATH and initial.path name it
+    # the option the user gave, and what it names: --resume the run directory, --restart its checkpoint
+    option, named = ("--resume", str(out)) if resume else ("--restart", str(marker))
     if old["physics"]["name"] != cfg.physics.name:
-        raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
+        raise ConfigError(option, named, f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
-    check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
+    check_particles_kept(old, cfg, marker, remapped=on_other_grid(ckpt, cfg))
     changed = structure_changes(old, cfg)
     if changed:  # a state of another structure (a wave added or removed): not a restart
         name = changed[0].removeprefix("physics.")
-        raise ConfigError("--restart", str(ckpt.index), f"a run with {changed[0]} = {getattr(cfg.physics, name)} is a "
+        raise ConfigError(option, named, f"a run with {changed[0]} = {getattr(cfg.physics, name)} is a "
                           "new run: start it without --restart, into another --out",
                           f"holds a state of {changed[0]} = {old['physics'].get(name)}, "
                           "of another structure (0 removes a component)")
@@ -52,19 +55,19 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
     for key in (k for k in diffs if _restart_rule(cfg, k) == "kept"):  # what the state holds: a new run, flag or not
         section, name = key.split(".")
         before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
-        raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
+        raise ConfigError(key, getattr(getattr(cfg, section), name), f"{marker} holds a state of {key} = "
                           f"{before}, which a restart continues (also with --allow-physics-change): a run with another "
                           "value is a new run: start it without --restart, into another --out",
                           "differs from the run being restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             # most often a --set grid.shape the first run had and this command lacks: its own config continues it
-            raise ConfigError("--restart", str(ckpt.index), "to continue it, restart on that grid (its own config "
-                              f"does: simulator run {out / 'config.yaml'} --out {out} --restart); a run on grid "
-                              f"{list(cfg.grid.shape)} is a new run: branch it with --restart "
-                              f"{ckpt.index.with_suffix('.json')} --out NEW_DIR", f"holds grid {old['grid']['shape']}")
+            raise ConfigError(option, named, f"to continue it, {option[2:]} on that grid (its own config does: "
+                              f"simulator run {out / 'config.yaml'} --out {out} {option}); a run on grid "
+                              f"{list(cfg.grid.shape)} is a new run: branch it with --restart {marker} --out NEW_DIR",
+                              f"holds grid {old['grid']['shape']}")
         if "grid.box" in diffs:
-            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
+            raise ConfigError(option, named, f"this run's grid.box is {list(cfg.grid.box)}",
                               f"holds a state in the box {old['grid']['box']}")
         diffs.remove("grid.shape")
     if diffs and resume:  # --resume continues this config's run; that run is another config's
@@ -73,7 +76,7 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
                           "--out, or --overwrite to replace that run", f"holds a run with other physics or grid "
                           f"(changed: {', '.join(diffs)})")
     if diffs and not allow_physics_change:
-        raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
+        raise ConfigError("--restart", str(marker), "pass --allow-physics-change to continue with the new "
                           f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
     if ckpt.index.parent.parent.resolve() != out.resolve() and ckpt.time >= cfg.time.t_end * (1 - TOL):
         # a branch that would not step: it recorded `finished` into a directory holding nothing else (exit 0), which
@@ -83,7 +86,7 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
         raise ConfigError(key, float(f"{value:.6g}"), f"a branch runs on from its checkpoint: give a {key} that "
                           f"ends it after the checkpoint's t = {ckpt.time:.6g} ({key} = {after:.6g} there), "
                           "or --add-to-t-end T",
-                          f"is not past the time of the checkpoint it branches from, {ckpt.index.with_suffix('.json')}")
+                          f"is not past the time of the checkpoint it branches from, {marker}")
     return ckpt
 
 

@@ -19,6 +19,7 @@ U_b = (1 / 2h) int <u> dy stays at its set value (a fixed flux). Their laminar s
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -32,6 +33,50 @@ DRIVES = ("couette", "pressure", "flux")
 #: the Chebyshev degree of the Orr-Sommerfeld solve a Tollmien-Schlichting initial condition is computed at,
 #: enough for c to 1e-10 at Re = 10^4 (Orszag 1971 used 50 polynomials for 8 digits)
 TS_DEGREE = 120
+#: how close the Orr-Sommerfeld growth rate alpha Im(c) on a grid's own points across the plates must come to the
+#: converged one (degree TS_DEGREE) for that grid to resolve the wave: 1% of it, or 1e-6 U_c/h near neutral
+#: stability. At Re = 10^4, alpha = 1 that takes 41 points: runs on 25, 28 and 33 points grew at rates off the
+#: exact one by -49%, +68% and -1.8% (on 9 and 17 points the wave decayed), on 41, 42 and 44 by at most 0.13%
+TS_TOLERANCE, TS_FLOOR = 0.01, 1e-6
+
+
+@functools.cache
+def ts_growth_rate(reynolds: float, alpha: float, points: int) -> float:
+    """alpha Im(c) of the least stable Orr-Sommerfeld mode of plane Poiseuille flow (:func:`simulator.walls.eigen.
+    orr_sommerfeld`) from Chebyshev series on ``points`` Gauss-Lobatto points (degree points - 1): the growth rate
+    the grid across the plates gives the Tollmien-Schlichting wave (nan below 5 points: degree 3 holds no mode
+    clamped at both plates)."""
+    from simulator.walls import eigen  # numpy and scipy alone, loaded by the channels that start from the wave
+
+    if points < 5:
+        return math.nan
+    return alpha * float(eigen.orr_sommerfeld(reynolds, alpha, "poiseuille", points - 1)[0][0].imag)
+
+
+def ts_resolved(reynolds: float, alpha: float, points: int) -> bool:
+    """Whether ``points`` across the plates resolve the Tollmien-Schlichting wave: its Orr-Sommerfeld growth rate on
+    them within :data:`TS_TOLERANCE` of the converged one (or :data:`TS_FLOOR`); a grid finer than the converged
+    solve's always does."""
+    if points > TS_DEGREE:
+        return True
+    exact = ts_growth_rate(reynolds, alpha, TS_DEGREE + 1)
+    return abs(ts_growth_rate(reynolds, alpha, points) - exact) <= max(TS_TOLERANCE * abs(exact), TS_FLOOR)
+
+
+def check_ts_across(reynolds: float, alpha: float, shape: tuple[int, ...]) -> None:
+    """The Tollmien-Schlichting wave resolved across the plates (grid ``shape``'s last entry, :func:`ts_resolved`),
+    else the one-line refusal naming ``grid.shape`` and the fewest points above it that resolve it (a larger count
+    may not: the rate's error oscillates as it falls)."""
+    points = shape[-1]
+    if ts_resolved(reynolds, alpha, points):
+        return
+    fewest = next((n for n in range(points + 1, TS_DEGREE + 1) if ts_resolved(reynolds, alpha, n)), TS_DEGREE + 1)
+    exact, rate = ts_growth_rate(reynolds, alpha, TS_DEGREE + 1), ts_growth_rate(reynolds, alpha, points)
+    given = f"give {rate:.3g}" if math.isfinite(rate) else "hold no mode"
+    raise ConfigError("grid.shape", list(shape), f"a count across the plates on which the wave's Orr-Sommerfeld "
+                      f"growth rate comes within {TS_TOLERANCE:.0%} of the converged {exact:.3g} (Re = {reynolds:g}, "
+                      f"alpha = {alpha:g}; {points} points {given}, {fewest} are the fewest above that do)",
+                      "does not resolve the Tollmien-Schlichting wave across the plates")
 
 
 def couette(y: np.ndarray, plate_velocity: float = 1.0, h: float = 1.0) -> np.ndarray:

@@ -64,7 +64,10 @@ INFO = EquationInfo(
                  "production": "production of fluctuation energy P = -<u'w'> dU/dz - <v'w'> dV/dz over the volume "
                                "(w across the plates, V the spanwise mean flow)",
                  "mean_dissipation": "dissipation of the mean flow nu <(dU/dz)^2 + (dV/dz)^2> over the volume"},
-    resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
+    resolution_advice={"wall_resolution": "its spacings in wall units are coarser than a turbulent channel DNS's: "
+                                          "refine grid.shape, or lower physics.reynolds, for turbulence; a laminar or "
+                                          "linear-stability study, such as a Tollmien-Schlichting wave's, may ignore "
+                                          "it"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: sums "
                        "to E_K less the mean flow's"},

@@ -65,7 +65,10 @@ INFO = EquationInfo(
     },
     state_fields=("velocity", "scalar"),
     diagnostics=DIAGNOSTICS,
-    resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
+    resolution_advice={"wall_resolution": "its spacings in wall units are coarser than a turbulent channel DNS's: "
+                                          "refine grid.shape, or lower physics.reynolds, for turbulence; a laminar or "
+                                          "linear-stability study, such as a Tollmien-Schlichting wave's, may ignore "
+                                          "it"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per |k_x|, integrated over y: sums to E_K less the mean "
                        "flow's"},
