@@ -148,8 +148,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise
     for path in written:
         print(path)
-    for line in written.numbers:  # with --window: what each time-averaged figure states, after the files
-        print(line)
     if netcdf:
         print(f"{netcdf.path}: {counted(len(netcdf.run.output('snapshots')) if netcdf.fields else 0, 'snapshot')} of "
               f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
