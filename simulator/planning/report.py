@@ -21,7 +21,8 @@ from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
-from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line, plan_programs
+from simulator.planning.plan import (USABLE_FRACTION, Plan, auto_in_turn, fast_across_line, in_turn_line,
+                                     largest_grid_line, plan_programs)
 from simulator.planning.reduced import reduced_plan
 
 
@@ -82,6 +83,8 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
                      "build's; another jaxlib may differ)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
+    if c.grid.walls.on and c.grid.walls.basis == "chebyshev":
+        lines.append(fast_across_line(c.grid.shape[-1]))
     if (resolved := resolution.plan_line(c)) is not None:
         lines.append(resolved)
     if (hint := resolution.plan_hint(c)) is not None:
