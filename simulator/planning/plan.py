@@ -166,7 +166,7 @@ def _factored(n: int) -> str:
         if power:
             parts.append(f"{p}^{power}" if power > 1 else str(p))
         p += 1
-    return " x ".join(parts)
+    return " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else f"{parts[0]}, a prime"
 
 
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
