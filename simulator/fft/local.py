@@ -11,7 +11,9 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
   layout: no copies and no transposes. A threaded plan's jobs run on XLA's own intra-op threads (FFTW's
   ``threads_set_callback``), not on threads of FFTW's that would compete with them for the cores. CPU
   only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a program built with FFTW lowers for CPU
-  only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
+  only. On CPU it is 2-4x faster than XLA's FFT (DUCC). It also has FFTW's real-to-real DCT-I (REDFT00,
+  :meth:`LocalFFT.dct1`), which the Chebyshev transform between plates runs where it is the faster
+  (:func:`simulator.fft.walls.direct_dct1`).
 * ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native
   extension is not built (no FFTW headers at install time) or fails to load, when asked for, and by the
   jaxdecomp backend, whose transforms are inside the jaxdecomp package.

@@ -23,7 +23,8 @@ The Chebyshev series (``chebyshev``, :class:`simulator.fft.bases.Chebyshev`): ``
 ``z_j = H (1 - cos(pi j / (N - 1))) / 2``, ascending from the lower plate (``z_0 = 0``) to the upper
 (``z_{N-1} = H``), and the coefficients ``a_k`` of ``f = sum_k a_k T_k(2 z / H - 1)``, ``k = 0 .. N - 1``: a type-I
 cosine transform (:func:`dct1`: one real FFT of length ``2 (N - 1)`` of the even extension; Canuto, Hussaini,
-Quarteroni & Zang 2006, sec. 2.4.2), normalised so that the forward transform gives the coefficients themselves
+Quarteroni & Zang 2006, sec. 2.4.2; on the FFTW path FFTW's own REDFT00 where ``N - 1`` is FFT-friendly, the faster
+there: :func:`direct_dct1`), normalised so that the forward transform gives the coefficients themselves
 (:func:`chebyshev_forward`); :mod:`simulator.walls.chebyshev` steps fields with the same transform.
 
 Transposes (reverse mode, :mod:`simulator.fft.linear`): with ``w_n = 4N`` at ``n = 0`` and ``2N`` elsewhere

@@ -128,45 +128,12 @@ def grid_aspect(cfg: Config) -> tuple[tuple[int, ...], tuple[int, ...]]:
     across, the unit of one point fewer and that point added (``[64, 64, 65]``: ``(1, 1, 1)`` and ``(0, 0, 1)``), with
     an even one the run's own unit and a point added (``[384, 96]``: ``(4, 1)`` and ``(0, 1)``, proposing
     ``[4 N, N + 1]``), so the grids proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT
-    of ``2 (N - 1)`` points (:func:`fast_across`)."""
+    of ``2 (N - 1)`` points (:func:`simulator.planning.report.across_line`)."""
     shape, walls = list(cfg.grid.shape), cfg.grid.walls
     if not (walls.on and walls.basis == "chebyshev"):
         return grid_unit(shape), (0,) * len(shape)
     across = shape[-1] - 1 if shape[-1] % 2 else shape[-1]
     return grid_unit([*shape[:-1], across]), (0,) * (len(shape) - 1) + (1,)
-
-
-def fast_across(n: int) -> bool:
-    """Whether ``n`` Gauss-Lobatto points across the plates transform at a smooth length's speed: the Chebyshev
-    transform is a real FFT of ``2 (n - 1)`` points (:mod:`simulator.fft.walls`), fast when ``n - 1`` is
-    FFT-friendly (384 points: 2 x 383, a prime, 2.5-4 times slower than 385's 2 x 384)."""
-    return fft_friendly(n - 1)
-
-
-def fast_across_line(n: int) -> str:
-    """The plan's line on the transform across no-slip plates of ``n`` Gauss-Lobatto points: its FFT length, fast
-    or not, and where not the next count that is, which keeps at least these Chebyshev modes (the 2/3 rule keeps
-    degrees below 2n/3)."""
-    length = f"a real FFT of 2 x {n - 1} points"
-    if fast_across(n):
-        return f"across the plates: {n} points, {length}: FFT-friendly (fast)"
-    better = next(m for m in range(n + 1, 2 * n + 2) if fast_across(m))
-    return (f"across the plates: {n} points, {length} ({n - 1} = {_factored(n - 1)}): not FFT-friendly, slower than "
-            f"a smooth length; {better} points ({better - 1} = {_factored(better - 1)}) keep these Chebyshev modes and "
-            "more, and transform fast")
-
-
-def _factored(n: int) -> str:
-    """``n`` as a product of prime powers, ``2^7 x 3``."""
-    parts, p = [], 2
-    while n > 1:
-        power = 0
-        while n % p == 0:
-            n, power = n // p, power + 1
-        if power:
-            parts.append(f"{p}^{power}" if power > 1 else str(p))
-        p += 1
-    return " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else f"{parts[0]}, a prime"
 
 
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
