@@ -19,7 +19,7 @@ from simulator.config import Config
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
-from simulator.fft.bases import fft_friendly
+from simulator.fft.bases import fast_across, fft_friendly
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
 from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line, plan_programs
@@ -147,14 +147,14 @@ def across_line(n: int) -> str:
     length = f"a real FFT of 2 x {n - 1} points"
     if fft_friendly(n - 1):
         return f"across the plates: {n} points, {length}: FFT-friendly (fast)"
-    better = next(m for m in range(n + 1, 2 * n + 2) if fft_friendly(m - 1))
-    return (f"across the plates: {n} points, {length} ({n - 1} = {_factored(n - 1)}): not FFT-friendly, slower than "
-            f"a smooth length; {better} points ({better - 1} = {_factored(better - 1)}) keep these Chebyshev modes and "
+    better = fast_across(n)
+    return (f"across the plates: {n} points, {length} ({n - 1}{_factored(n - 1)}): not FFT-friendly, slower than "
+            f"a smooth length; {better} points ({better - 1}{_factored(better - 1)}) keep these Chebyshev modes and "
             "more, and transform fast")
 
 
 def _factored(n: int) -> str:
-    """``n`` as a product of prime powers, ``2^7 x 3``."""
+    """How ``n`` factors, as the plan writes it after ``n``: `` = 2^7 x 3``, ``, a prime``."""
     parts, p = [], 2
     while n > 1:
         power = 0
@@ -163,7 +163,7 @@ def _factored(n: int) -> str:
         if power:
             parts.append(f"{p}^{power}" if power > 1 else str(p))
         p += 1
-    return " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else f"{parts[0]}, a prime"
+    return " = " + " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else ", a prime"
 
 
 def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,
