@@ -83,9 +83,30 @@ def _mathml(tex: str, block: bool, page) -> str:
 
     tex = unescape(tex).strip()
     try:
-        return convert(tex, display="block" if block else "inline")
+        return _hats(convert(tex, display="block" if block else "inline"))
     except Exception as error:  # a typo in a page's TeX fails the (strict) build, naming the page
         raise ValueError(f"{page.file.src_path}: cannot render the TeX {tex!r}: {error}") from error
+
+
+#: an accent's opening (``\hat``: accent="true"), a wide hat's (``\widehat``), a caret closing either, a closing
+HAT_TAGS = re.compile(r'<mover\b[^>]*>|<mo>&#x0005E;</mo></mover>|</mover>')
+#: the circumflex accent MathJax draws for ``\hat``: a small hat at the letter's height, not stretched
+HAT = '<mo stretchy="false">&#x002C6;</mo></mover>'
+
+
+def _hats(mathml: str) -> str:
+    r"""``mathml`` with each ``\hat``'s accent the circumflex (U+02C6, not stretched) where latex2mathml writes the
+    ASCII caret, which browsers stretch into a tall wedge standing apart from its letter (the convection page's
+    hat on z); a ``\widehat`` (its ``mover`` no accent) keeps the caret that stretches over its argument."""
+    accents: list[bool] = []
+    out, at = [], 0
+    for tag in HAT_TAGS.finditer(mathml):
+        if tag[0].startswith("<mover"):
+            accents.append('accent="true"' in tag[0])
+        elif accents.pop() and tag[0].startswith("<mo>"):
+            out += [mathml[at:tag.start()], HAT]
+            at = tag.end()
+    return "".join(out) + mathml[at:]
 
 
 #: a notebook's Markdown cell as nbconvert writes it (Markdown's HTML holds no <div>)

@@ -5,11 +5,12 @@ Both runs are Dedalus' 2D Rayleigh-Benard example (scripts/peer_dedalus.py descr
 free-fall units (depth 1, temperature difference 1, kappa = (Ra Pr)^(-1/2)), no-slip plates, RK222, the conductive
 profile plus noise of 1e-3 damped at the plates. Dedalus steps its 256 x 64 modes (dealias 3/2) under its example's
 CFL (safety 0.5, threshold 0.05, cadence 10, max dt 0.125); the simulator runs the shipped config (the same modes on
-its 384 x 96 grid, CFL 0.5, max dt 0.005). Each records Nu through the volume, 1 + <w b> / kappa (the volume mean of
-<w b> - kappa d<b>/dz, in units of the conductive flux kappa), and through each plate, -d<b>/dz there (<.> the
-horizontal mean); both codes define the three alike.
+its 384 x 96 grid, CFL 0.5 set every step, max dt 0.125). Each records Nu through the volume, 1 + <w b> / kappa
+(the volume mean of <w b> - kappa d<b>/dz, in units of the conductive flux kappa), and through each plate, -d<b>/dz
+there (<.> the horizontal mean); both codes define the three alike.
 
-The statistics (``statistics`` below) resample each series onto a uniform time grid (--spacing, linear
+The statistics (``statistics`` below, on :mod:`simulator.observables.averages`, which ``simulator plot --window``
+states its means with) resample each series onto a uniform time grid (--spacing, linear
 interpolation), keep the window [--window-start, T] after the transient (T/2 by default), and estimate the mean's
 error by batch means over a fixed number of contiguous blocks (--blocks, 10; Schmeiser 1982 advises 10 to 30): the
 standard deviation of the block means over the square root of their number. The blocks must outlast the series'
@@ -50,69 +51,32 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the statistics' one implementation (numpy only: Dedalus' environment imports it too)
+from simulator.observables.averages import (  # noqa: E402
+    BLOCK_TAUS,
+    blocking,
+    resample,
+    time_average,
+)
+
 CONFIG = ROOT / "configs" / "convection_2d_noslip.yaml"
 #: the series each code records, in each code's names
 SERIES = {"volume": "nusselt", "bottom": "nusselt_bottom", "top": "nusselt_top"}
-#: the blocking curve's longest blocks leave this many (fewer would make the error of the error above ~25%)
-MIN_BLOCKS = 8
-#: blocks shorter than this many integrated autocorrelation times leave neighbouring block means correlated
-BLOCK_TAUS = 5.0
-
-
-def integrated_time(y: np.ndarray, spacing: float, c: float = 5.0) -> float:
-    """The integrated autocorrelation time of the uniformly spaced series ``y`` (1-D, samples ``spacing`` apart),
-    tau = spacing (1/2 + sum_{k=1}^{M} rho_k), rho the normalised autocorrelation (by FFT, zero-padded), summed to
-    the smallest window M >= c tau / spacing (Sokal's automatic window; Madras & Sokal 1988). A mean of N samples then
-    has the variance var(y) 2 tau / (N spacing)."""
-    y = np.asarray(y, dtype=np.float64) - np.mean(y)
-    n = len(y)
-    spectrum = np.fft.rfft(y, 2 * n)
-    acf = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
-    rho = acf / acf[0]
-    tau = 0.5 + np.cumsum(rho[1:])
-    window = np.arange(1, n)
-    reached = np.nonzero(window >= c * tau)[0]
-    steps = tau[reached[0]] if len(reached) else tau[-1]
-    return float(spacing * steps)
-
-
-def batch_means(y: np.ndarray, block: int) -> tuple[float, float, int]:
-    """(mean, its standard error, number of blocks) of the series ``y`` (1-D) by batch means over contiguous blocks
-    of ``block`` samples: the standard deviation of the block means over the square root of their number. The
-    samples left over (fewer than a block) are dropped at the start, next to the transient, so that the blocks end
-    at the series' end."""
-    count = len(y) // block
-    if count < 2:
-        raise ValueError(f"{len(y)} samples hold fewer than 2 blocks of {block}")
-    means = np.asarray(y[len(y) - count * block:], dtype=np.float64).reshape(count, block).mean(axis=1)
-    return float(means.mean()), float(means.std(ddof=1) / math.sqrt(count)), count
-
-
-def resample(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: float) -> np.ndarray:
-    """y(t) (1-D arrays, t increasing, unevenly spaced: a CFL step's rows) at start, start + spacing, ... up to end,
-    by linear interpolation."""
-    grid = start + spacing * np.arange(int(math.floor((end - start) / spacing + 1e-9)) + 1)
-    return np.interp(grid, t, y)
 
 
 def statistics(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: float,
                blocks: int) -> dict[str, Any]:
     """The time average of the series y(t) (1-D arrays, t increasing) over [start, end] and its error: y resampled
     every ``spacing`` by linear interpolation, its integrated autocorrelation time tau, and batch means over
-    ``blocks`` equal blocks (leftover samples dropped at the start); the error of the plain estimate
-    sqrt(var 2 tau / T) beside it as a check."""
+    ``blocks`` equal blocks (leftover samples dropped at the start), as ``simulator plot --window`` states a series'
+    mean (:mod:`simulator.observables.averages`); the error of the plain estimate sqrt(var 2 tau / T) beside it as a
+    check, and the error against the block length."""
     samples = resample(t, y, start, end, spacing)
-    tau = integrated_time(samples, spacing)
-    block = len(samples) // blocks
-    mean, error, count = batch_means(samples, block)
-    # the error against the block length (Flyvbjerg & Petersen 1989): it rises to a plateau once blocks outlast the
-    # correlations, and the chosen block should sit on it
-    lengths = [2**k for k in range(int(math.log2(max(len(samples) // MIN_BLOCKS, 1))) + 1)]
-    blocking = {f"{b * spacing:g}": batch_means(samples, b)[1] for b in lengths}
-    return {"mean": mean, "error": error, "blocks": count, "block_length": block * spacing, "blocking": blocking,
-            "tau_int": tau, "error_from_tau": float(samples.std() * math.sqrt(2 * tau / (len(samples) * spacing))),
-            "std": float(samples.std()), "samples": len(samples),
-            "blocks_outlast_tau": block * spacing >= BLOCK_TAUS * tau}
+    average = time_average(samples, spacing, start, blocks)
+    return {"mean": average.mean, "error": average.error, "blocks": average.blocks,
+            "block_length": average.block_length, "blocking": blocking(samples, spacing), "tau_int": average.tau_int,
+            "error_from_tau": average.error_from_tau, "std": average.std, "samples": average.samples,
+            "blocks_outlast_tau": average.blocks_outlast_tau}
 
 
 def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:

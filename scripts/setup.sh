@@ -77,7 +77,8 @@ fi
 have_fftw=$(fftw_header && echo fftw || echo nofftw)
 stamp=".venv/.installed-$(cat pyproject.toml setup.py simulator/fft/native/* | sha256sum | cut -c1-16)-$have_fftw"
 if [ ! -f "$stamp" ]; then
-    echo "setup: installing the simulator and its dependencies into .venv (about 1 GB, a minute or two)"
+    echo "setup: installing the simulator and its dependencies into .venv (about 1 GB: about 2 minutes on a quiet" \
+         "2-core machine with a fast network, 6 on a loaded one)"
     .venv/bin/python -m pip install --quiet --upgrade pip
     # The native FFT compiles against jaxlib's XLA FFI headers: install the build requirements (jaxlib
     # among them) first, then build without isolation, against the jaxlib the package will run with.

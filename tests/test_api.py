@@ -125,6 +125,15 @@ def test_a_loaded_run_reads_as_a_fluidsim_user_reads_one(tmp_path):
     with pytest.raises(AttributeError, match="^'viscosty' is not a key of this config section; its keys: name, "
                                              "viscosity,"):
         config.physics.viscosty  # noqa: B018
+    # another code's name, in its section or at the top, answered with the key here as --set answers it
+    for section in (config.physics, config):
+        with pytest.raises(AttributeError, match="^'nu_2' is not a key of this config section; nu_2 is FluidSim's "
+                                                 "name: here it is physics.viscosity; its keys: "):
+            section.nu_2  # noqa: B018
+    with pytest.raises(AttributeError, match=r"'Nx' is not a key of this config section; Nx is FluidSim's and "
+                                             r"Dedalus's name: here it is grid.shape \(its first entry: grid.shape = "
+                                             r"\[nx, ny\] on a plane\); its keys: shape, box"):
+        config.grid.Nx  # noqa: B018
     scales = run.scales
     assert isinstance(scales, dict) and "bound method" not in repr(scales)
     assert scales["enstrophy_scale"].shape == (len(run.timeseries["time"]),) and scales() is scales

@@ -142,6 +142,53 @@ def test_another_codes_name_is_answered_wherever_it_is_written(args, said, capfd
     assert said in err and "did you mean" not in err and "three axes" not in err, err
 
 
+NOSLIP = str(ROOT / "configs" / "convection_2d_noslip.yaml")  # Dedalus' 2D Rayleigh-Benard example
+
+
+@pytest.mark.parametrize("config, args, said", [
+    # the names at the top of Dedalus' example script
+    (NOSLIP, ["--set", "Rayleigh=1e6"], "Rayleigh = '1e6' is an unknown key; Rayleigh is Dedalus's name: here it is "
+                                        "physics.rayleigh; " + HERE),
+    (NOSLIP, ["--set", "Prandtl=1"], "Prandtl = 1 is an unknown key; Prandtl is Dedalus's name: here it is "
+                                     "physics.prandtl; " + HERE),
+    (NOSLIP, ["--set", "physics.Rayleigh=1e6"], "Rayleigh is Dedalus's name: here it is physics.rayleigh; known keys "
+                                                "for physics.name = convection2d_noslip"),
+    (NOSLIP, ["--set", "Nz=64"], "Nz = 64 is an unknown key; Nz is Dedalus's name: here it is grid.shape (its last "
+                                 "entry, across the plates where grid.walls has them: grid.shape = [nx, ny] on a "
+                                 "plane); " + HERE),
+    (NOSLIP, ["--set", "Lz=1"], "Lz is Dedalus's name: here it is grid.box (its last entry, the distance between the "
+                                "plates where grid.walls has them: grid.box = [Lx, Ly] on a plane); " + HERE),
+    # the arguments of its CFL that have no key here: what the one controller does instead
+    (NOSLIP, ["--set", "time.threshold=0.05"], "threshold is Dedalus's name: here it is time.cfl (every step's dt is "
+                                               "the largest time.cfl allows from that step's state, capped by "
+                                               "time.dt: no threshold); known keys here: integrator, dt, t_end, cfl"),
+    # FluidSim's sw1l c2, the square of the wave speed: the value it stands for
+    (str(ROOT / "configs" / "geostrophic_adjustment.yaml"), ["--set", "c2=2.25"],
+     "c2 = 2.25 is an unknown key; c2 is FluidSim's name: here it is physics.wave_speed (c = sqrt(g H), where "
+     "FluidSim's c2 is c^2 = g H: wave_speed = sqrt(c2) = sqrt(2.25) = 1.5); " + HERE),
+])
+def test_dedalus_s_and_fluidsim_s_words_for_a_walled_plane_and_shallow_water(config, args, said, capfd):
+    """What a Dedalus user writes from its Rayleigh-Benard example, and a FluidSim sw1l user's c2 (issue 102)."""
+    code, out, err = command(capfd, "validate", config, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert said in err and "did you mean" not in err, err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--set", "walls.axis=y"], "walls = {'axis': 'y'} is an unknown key; did you mean 'grid.walls.axis'? " + HERE),
+    (["--set", "physics.cfl=0.5"], "physics.cfl = 0.5 is an unknown key; did you mean 'time.cfl'? known keys for "
+                                   "physics.name = convection2d_noslip: name, rayleigh,"),
+    (["--set", "dt=0.125"], "dt = 0.125 is an unknown key; did you mean 'time.dt' or 'checkpoint.dt'? " + HERE),
+])
+def test_a_key_of_another_section_is_answered_with_where_it_is(args, said, capfd, tmp_path):
+    """A key of this project written outside its section (``walls.axis`` for ``grid.walls.axis``) is answered with
+    the dotted key it is, one line, nothing run."""
+    code, out, err = command(capfd, "run", NOSLIP, *args, "--out", str(tmp_path / "never"))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert said in err, err
+    assert not (tmp_path / "never").exists()
+
+
 def test_a_box_s_grid_names_its_three_axes_and_jaxpm_s_name_is_answered_at_the_top_level(capfd):
     code, _, err = command(capfd, "validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "oper.nz=64",
                            "--set", "oper.nx=64")
@@ -199,14 +246,15 @@ def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
     from simulator.errors import ConfigError
 
     shipped = [ROOT / "configs" / f"{name}.yaml" for name in ("forced_turbulence", "stratified_turbulence",
-                                                              "fdm_mixed", "forced_2d")]
+                                                              "fdm_mixed", "forced_2d",
+                                                              "convection_2d_noslip", "geostrophic_adjustment")]
     reference = config_docs()
     for row in OTHER_NAMES:
         section, word = row.key.split(".", 1)[0], leaf(row.name)
         # the name in the section of the key it is here (not where that names a key here: t_end, spectra), and as
-        # the code writes it, its own section included
+        # the code writes it, its own section included (or at the top, as Dedalus' script has Rayleigh)
         written = [f"{section}.{word}"] if word not in row.key.lower().split(".")[1:] else []
-        written += [row.name] if "." in row.name and "(" not in row.name else []
+        written += [row.name] if "(" not in row.name and ("." in row.name or not written) else []
         assert written, row
         for name in written:
             said = []

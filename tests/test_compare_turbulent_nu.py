@@ -1,4 +1,5 @@
-"""scripts/compare_turbulent_nu.py's statistics on synthetic data with known answers: the integrated
+"""scripts/compare_turbulent_nu.py's statistics (simulator.observables.averages, which `simulator plot --window`
+states its means with) on synthetic data with known answers: the integrated
 autocorrelation time and the batch-means error of AR(1) series, the window and resampling of a series on uneven
 times, the agreement rule. Pure functions, nothing run or timed (about a second)."""
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.signal import lfilter
+
+from simulator.observables.averages import batch_means, resample
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "compare_turbulent_nu.py"
 spec = importlib.util.spec_from_file_location("compare_turbulent_nu", SCRIPT)
@@ -60,13 +63,13 @@ def test_the_window_is_resampled_on_uneven_times_and_blocks_end_at_its_end():
     samples at the window's start; fewer than 2 blocks is an error; two means agree within twice their combined
     error."""
     t = np.cumsum(np.random.default_rng(2).uniform(0.05, 0.3, 200))
-    samples = nu.resample(t, 2 * t, 10.0, 20.0, 0.25)
+    samples = resample(t, 2 * t, 10.0, 20.0, 0.25)
     assert len(samples) == 41 and samples[0] == pytest.approx(20.0, rel=1e-14)
     assert samples[-1] == pytest.approx(40.0, rel=1e-14) and samples.mean() == pytest.approx(30.0, rel=1e-14)
-    mean, error, count = nu.batch_means(np.arange(10.0), 3)  # blocks [1 2 3] [4 5 6] [7 8 9]: 0 dropped
+    mean, error, count = batch_means(np.arange(10.0), 3)  # blocks [1 2 3] [4 5 6] [7 8 9]: 0 dropped
     assert (mean, count) == (5.0, 3) and error == pytest.approx(math.sqrt(3))  # block means 2, 5, 8: std 3, 3 blocks
     with pytest.raises(ValueError, match="fewer than 2 blocks"):
-        nu.batch_means(np.arange(5.0), 3)
+        batch_means(np.arange(5.0), 3)
     near = nu.compare({"mean": 8.69, "error": 0.03}, {"mean": 8.6, "error": 0.04})
     assert near["combined_error"] == pytest.approx(0.05) and near["z"] == pytest.approx(1.8)
     assert near["agree"]

@@ -74,6 +74,23 @@ def test_the_readme_says_why_the_quickstart_warns_and_what_resolves_it(devices):
     assert initial({"grid.shape": int(grid[1])}) >= resolution.threshold("kmax_eta")
 
 
+def test_the_first_paragraph_names_every_kind_of_domain_and_setup_gives_its_time_with_its_conditions():
+    """Where a newcomer decides (the README's first paragraph and the site's front page): the plates, the convection,
+    the channels and shallow water, not only periodic boxes and planes; and the setup's time as a range with the
+    machine it was measured on, the same in scripts/setup.sh's line (it said "a minute or two" and took 340 s on a
+    loaded 2-core machine)."""
+    for text in (README, page("index.md")):
+        first = text.split("\n\n")[1].lower()
+        for said in ("2d planes", "between two plates", "convection", "no-slip", "couette and poiseuille channels",
+                     "shallow water"):
+            assert said in first, (said, first)
+    for text in (README, page("getting-started.md")):
+        said = "takes about 2 to 6 minutes (96 s on a quiet 2-core\nmachine with a fast network, 340 s on a loaded one)"
+        assert said in text
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "minute or two" not in setup and "about 2 minutes on a quiet" in setup and "6 on a loaded one" in setup
+
+
 def test_the_readme_is_short_and_links_into_the_site():
     assert len(README.splitlines()) <= 200
     links = re.findall(r"\]\((docs/[^)#]+)", README)
@@ -282,6 +299,26 @@ def _site_pages(site: Path) -> list[Path]:
     """The built file of every page of docs/ (Markdown and notebooks)."""
     return [site / _built(str(p.relative_to(DOCS))) for pattern in ("*.md", "*.ipynb")
             for p in sorted(DOCS.rglob(pattern))]
+
+
+@pytest.mark.slow
+def test_a_hat_sits_on_its_letter_in_chromium(site, browser):
+    """The unit vector of the convection page's buoyancy term, b ẑ: its hat a small circumflex centred over the z and
+    resting on it (latex2mathml's ASCII caret was stretched by the browser into a wedge half a line tall, standing
+    off the italic z). Screenshot in outputs/docs_screenshots/."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open((site / "tutorials/convection.html").as_uri(), WIDTH, HEIGHT)
+    hats = browser.evaluate("""(() => [...document.querySelectorAll('article math[display=block] mover[accent=true]')]
+        .map(m => { const b = m.children[0].getBoundingClientRect(), a = m.children[1].getBoundingClientRect();
+                    return {letter: m.children[0].textContent, base: [b.left, b.right, b.top], hat: [a.left, a.right,
+                            a.top, a.bottom], font: parseFloat(getComputedStyle(m).fontSize)}; }))()""")
+    browser.screenshot(SCREENSHOTS / "convection.png")
+    assert [hat["letter"] for hat in hats] == ["\U0001d433"], hats   # the bold z, as the other pages write it
+    for hat in hats:
+        (left, right, top), (h_left, h_right, h_top, h_bottom) = hat["base"], hat["hat"]
+        assert abs((h_left + h_right) / 2 - (left + right) / 2) < 0.1 * (right - left), hat
+        assert h_bottom - h_top < 0.3 * hat["font"] and abs(h_bottom - top) < 0.15 * hat["font"], hat
 
 
 @pytest.mark.slow

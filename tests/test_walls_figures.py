@@ -56,6 +56,15 @@ def test_simulator_plot_draws_a_convection_run_between_its_plates(capfd, tmp_pat
     np.testing.assert_allclose(edges, np.concatenate([[0.0], (heights[1:] + heights[:-1]) / 2, [1.0]]),
                                rtol=0, atol=1e-15)
     assert np.all((edges[:-1] < heights) & (heights < edges[1:]) | np.isin(heights, [0.0, 1.0]))
+    # drawn at the layer's own shape, LX wide and 1 high (the mesh filled a square before), and coloured over the
+    # temperature's own range within [0, 1] (a diverging map's -1..1 left half its colours unused)
+    figure = mesh.figure
+    figure.canvas.draw()
+    drawn = figure.axes[0].get_window_extent()
+    assert drawn.width / drawn.height == pytest.approx(LX, rel=0.02), (drawn.width, drawn.height)
+    temperature = mesh.get_array()
+    assert mesh.get_clim() == (pytest.approx(temperature.min()), pytest.approx(temperature.max()))
+    assert -1e-12 < temperature.min() < temperature.max() < 1 + 1e-12
     series = results.plot.timeseries().axes[0]
     assert [line.get_label() for line in series.get_lines()][:3] == ["$Nu$", "$Nu_{bottom}$", "$Nu_{top}$"]
     profiles = results.plot.profiles()

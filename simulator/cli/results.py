@@ -27,6 +27,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for path in written:
         print(path)
+    for line in written.numbers:  # with --window: what each time-averaged figure states, after the files
+        print(line)
     if written.skipped:  # each named above; the figures of the intact files are written
         print(f"some figures were skipped: {args.run_dir} has damaged files (exit status 1)", file=sys.stderr)
     return EXIT_OK if written and not written.skipped else EXIT_FAILED
@@ -45,10 +47,13 @@ def add_plot(sub: Any) -> None:
     p.add_argument("--redshifts", type=float, nargs="+", default=None, metavar="Z",
                    help="cosmological runs: spectra at the rows nearest these redshifts, within the run's rows "
                    "(e.g. --redshifts 0 for today)")
-    p.add_argument("--window", "--average", dest="window", type=float, nargs=2, default=None, metavar=("T0", "T1"),
-                   help="time window of the time-averaged figures, the compensated spectrum's mean, the structure "
-                   "functions and the PDFs, ends included (default: the second half of the run; --average is its "
-                   "older name)")
+    p.add_argument("--window", "--average", dest="window", type=float, nargs="+", default=None, metavar="T",
+                   help="T0 [T1]: time window of the time-averaged figures, the compensated spectrum's mean, the "
+                   "structure functions, the PDFs and the profiles' means, ends included, within the run's times (T1 "
+                   "left out: the run's end; default: the second half of the run; --average is its older name); "
+                   "with it, the time series draw the running means from T0 of the equation's averaged columns "
+                   "(Nusselt numbers, Re_tau), and one line per time-averaged figure after the files states the "
+                   "means with their standard errors (batch means of 10 blocks)")
     p.add_argument("--field", default=None, metavar="NAME",
                    help="snapshot field the slice shows (default: the equation's plot.slice_field: vorticity, "
                    "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
@@ -143,6 +148,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise
     for path in written:
         print(path)
+    for line in written.numbers:  # with --window: what each time-averaged figure states, after the files
+        print(line)
     if netcdf:
         print(f"{netcdf.path}: {counted(len(netcdf.run.output('snapshots')) if netcdf.fields else 0, 'snapshot')} of "
               f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "

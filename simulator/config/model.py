@@ -40,6 +40,7 @@ from simulator.particles import species as particle_species
 from simulator.particles.species import Species, particle_list
 from simulator.schema import Variants, open_sections, section, setting
 from simulator.schema.build import build
+from simulator.schema.dump import iter_fields
 from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
 
@@ -247,10 +248,18 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     check_raw_dimensions(data, name)
     try:
         cfg = build(Config, data, stored=stored)
-    except ConfigError as err:  # another code's name for a key: said so, with the key it is here
-        raise other_codes.named(err, data, registry().get(name) if isinstance(name, str) else None) from None
+    except ConfigError as err:  # another code's name for a key, or ours in another section: the key it is here
+        info = registry().get(name) if isinstance(name, str) else None
+        raise other_codes.named(err, data, info, settable_keys(info)) from None
     validate(cfg)
     return resolve(cfg)
+
+
+def settable_keys(info: Any) -> list[str]:
+    """The dotted keys a config of the equation ``info`` (an EquationInfo, or None) takes one by one: the common
+    sections' and its ``physics.*`` (a list's entries, ``particles[].name``, are set whole)."""
+    physics = [f"physics.{f.name}" for f in dataclasses.fields(info.params)] if info is not None else []
+    return [key for key, *_ in iter_fields(Config) if "[]" not in key] + physics
 
 
 def _schedule_sections(cfg: Config) -> list[tuple[str, Any]]:

@@ -7,7 +7,10 @@ Each name is the one the code's own parameters or documented examples use: Fluid
 (``Simul.create_default_params()``; its names here are under ``params``), the variables of Dedalus's example
 scripts and the arguments of its solver and ``CFL``, JaxPM's examples and jax_cosmo's ``Cosmology``, Jaxion's
 ``defaults.json``. A name that only differs from this project's by case (jax_cosmo's ``Omega_b``, ``n_s``) is left out:
-every misspelt key gets a did-you-mean that ignores case.
+every misspelt key gets a did-you-mean that ignores case, within its section; Dedalus' ``Rayleigh`` and ``Prandtl``
+are in, as its scripts write them at the top, outside any section. A key of this project written in another
+section, or outside its own (``walls.axis`` for ``grid.walls.axis``), is answered with where it is
+(:func:`elsewhere`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from simulator.errors import ConfigError
@@ -47,6 +50,9 @@ FLUIDSIM, DEDALUS, JAXPM, JAXION = "FluidSim", "Dedalus", "JaxPM", "Jaxion"
 ENSTROPHY_RATE = ("an energy rate; FluidSim's forcing_rate on a plane is the enstrophy's, as it forces the vorticity, "
                   "key_forced rot_fft, unless forcing.normalized.constant_rate_of is energy: forcing_power = "
                   "forcing_rate / k_f^2 with k_f = 2 pi physics.forcing_wavenumber / max(grid.box)")
+
+#: FluidSim's sw1l c2, the square of this project's wave_speed
+WAVE_SPEED = "c = sqrt(g H), where FluidSim's c2 is c^2 = g H: wave_speed = sqrt(c2)"
 
 #: the table, by code; several rows may share a name (a box size, a viscosity)
 OTHER_NAMES = (
@@ -89,6 +95,7 @@ OTHER_NAMES = (
     OtherName(FLUIDSIM, "output.periods_save.spatial_means", "output.chunk",
               "the time series has a row every output.chunk steps"),
     OtherName(FLUIDSIM, "init_fields.type", "initial.name"),
+    OtherName(FLUIDSIM, "c2", "physics.wave_speed", WAVE_SPEED),
     OtherName(DEDALUS, "nu", "physics.viscosity"),
     OtherName(DEDALUS, "kappa", "physics.diffusivity", "the buoyancy's, in boussinesq"),
     OtherName(DEDALUS, "kappa", "physics.scalars[].diffusivity", "a passive scalar's"),
@@ -96,8 +103,19 @@ OTHER_NAMES = (
     OtherName(DEDALUS, "max_timestep", "time.dt", "with time.cfl, dt is the largest step"),
     OtherName(DEDALUS, "build_solver(timestepper)", "time.integrator", "rk4, rk3, rk2, ... in lower case"),
     OtherName(DEDALUS, "CFL(safety)", "time.cfl"),
+    OtherName(DEDALUS, "CFL(threshold)", "time.cfl", "every step's dt is the largest time.cfl allows from that "
+              "step's state, capped by time.dt: no threshold"),
+    OtherName(DEDALUS, "CFL(cadence)", "time.cfl", "every step's dt is the largest time.cfl allows from that "
+              "step's state, capped by time.dt: a cadence of 1"),
     OtherName(DEDALUS, "Nx", "grid.shape", "its first entry: grid.shape = {shape}"),
     OtherName(DEDALUS, "Lx", "grid.box", "its first entry: grid.box = {box}"),
+    # Dedalus' examples call the bounded axis z in 2D and 3D: the plates are across the grid's last direction
+    OtherName(DEDALUS, "Nz", "grid.shape", "its last entry, across the plates where grid.walls has them: "
+              "grid.shape = {shape}"),
+    OtherName(DEDALUS, "Lz", "grid.box", "its last entry, the distance between the plates where grid.walls has "
+              "them: grid.box = {box}"),
+    OtherName(DEDALUS, "Rayleigh", "physics.rayleigh"),
+    OtherName(DEDALUS, "Prandtl", "physics.prandtl"),
     OtherName(JAXPM, "mesh_shape", "grid.shape"),
     OtherName(JAXPM, "box_size", "grid.box", "in Mpc/h in a cosmological run"),
     OtherName(JAXPM, "Omega_c", "physics.omega_m", "all the matter, Omega_c + Omega_b: the box's dark matter"),
@@ -148,32 +166,66 @@ def rows_of(path: str) -> list[OtherName]:
     return sectioned or rows
 
 
-def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: EquationInfo | None = None) -> ConfigError:
+def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: EquationInfo | None = None,
+          keys: Sequence[str] = ()) -> ConfigError:
     """``err``, an unknown key that another code names, said again with the key it is here in place of a
     did-you-mean, wherever the user wrote it: in this project's section (``physics.nu``: "nu is Dedalus's name:
     here it is physics.viscosity"), at the top level (``nu_2``) or under the code's own section, which arrives as
     an unknown key holding a mapping (``oper = {nx: 128}``: "oper.nx is FluidSim's name: here it is grid.shape
-    (...)", each name of the mapping; or a mapping where this project has a list: Jaxion's ``particles``). Any other
-    error as it is. ``err.known``: the dotted keys of the section the key was given in; ``data``: the raw config;
-    ``info``: the equation's registry entry, whose keys and grid the answer is for."""
+    (...)", each name of the mapping; or a mapping where this project has a list: Jaxion's ``particles``); an
+    unknown key that is one of ``keys`` (the config's dotted keys) in another section, with where it is
+    (:func:`elsewhere`). Any other error as it is. ``err.known``: the dotted keys of the section the key was given
+    in; ``data``: the raw config; ``info``: the equation's registry entry, whose keys and grid the answer is for."""
     known = getattr(err, "known", ())
     # a section of the code's that is a list here (Jaxion's particles) is refused as of the wrong type
     mapped = err.problem == "has the wrong type" and isinstance(err.value, Mapping)
     if err.problem != "is an unknown key" and not mapped:
         return err
+    said = [answer for path, value in _paths(err.key, err.value)
+            if (answer := said_for(path, value, known, data or {}, info, given=err.key)) is not None]
+    allowed = re.sub(r"^did you mean '[^']*'\? ", "", err.allowed)
+    if said:
+        return ConfigError(err.key, err.value, "; ".join([*said, allowed]), err.problem)
+    placed = elsewhere(err.key, err.value, keys) if not mapped else []
+    if not placed:
+        return err
+    return ConfigError(err.key, err.value, f"did you mean {' or '.join(map(repr, placed))}? {allowed}", err.problem)
+
+
+def said_for(path: str, value: Any, known: Sequence[str], data: Mapping[str, Any], info: EquationInfo | None,
+             given: str | None = None) -> str | None:
+    """``"nu_2 is FluidSim's name: here it is physics.viscosity"`` for the dotted ``path`` a user wrote (with
+    ``value``, or None where it was read, not set), or None where no other code's name is a key this config has:
+    one of ``known`` (the dotted keys of the section it was written in), the equation's (``info``'s) or a common
+    section's. ``given``: the unknown key as given, of which ``path`` is a name (``oper`` of ``oper.nx``), whose
+    own last word alone is said (``physics.nu_2``'s ``nu_2``)."""
     physics = tuple(f"physics.{f.name}" for f in dataclasses.fields(info.params)) if info is not None else ()
     dimensions = info.dimensions if info is not None else 3
-    said = []
-    for path, value in _paths(err.key, err.value):
-        rows = [row for row in rows_of(path) if row.dimensions in (None, dimensions)
-                and _has(row.key, (*known, *physics))]
-        if rows:
-            word = path if path != err.key else path.rsplit(".", 1)[-1]  # oper.nx as given; physics.nu_2's nu_2
-            said.append(_answer(word, rows, value, data or {}, info, dimensions))
-    if not said:
-        return err
-    allowed = re.sub(r"^did you mean '[^']*'\? ", "", err.allowed)
-    return ConfigError(err.key, err.value, "; ".join([*said, allowed]), err.problem)
+    rows = [row for row in rows_of(path) if row.dimensions in (None, dimensions)
+            and _has(row.key, (*known, *physics))]
+    if not rows:
+        return None
+    word = path if path != (given or path) else path.rsplit(".", 1)[-1]  # oper.nx as given; physics.nu_2's nu_2
+    return _answer(word, rows, value, data, info, dimensions)
+
+
+def elsewhere(key: str, value: Any, keys: Sequence[str]) -> list[str]:
+    """The dotted ``keys`` (this config's) that the unknown ``key = value`` names in the wrong place: those that end
+    with what the user wrote from the unknown word on (``walls = {axis: y}``, ``--set walls.axis=y``:
+    ``grid.walls.axis``; ``physics.cfl``: ``time.cfl``), those in the section it was written in first, then the
+    nearest the top, at most two of them (``dt``: ``time.dt``, ``checkpoint.dt``), each name of a mapping given in
+    turn; none where a name is no key here."""
+    section = key.rsplit(".", 1)[0] + "." if "." in key else ""
+    found: list[str] = []
+    for path, _ in _paths(key, value):
+        written = path[len(section):]
+        # within the section it was written in first (output.every: output.spectra.every), then the nearest the top
+        hits = sorted((k for k in keys if k.endswith("." + written) and k != path),
+                      key=lambda k: (not k.startswith(section), k.count(".")))
+        if not hits:
+            return []
+        found.extend(h for h in hits[:2] if h not in found)
+    return found
 
 
 def _paths(key: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -197,6 +249,8 @@ def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any
         note = row.note.format(**GRIDS[dimensions])
         if row.note is ENSTROPHY_RATE:
             note += _energy_rate(value, data, info)
+        if row.note is WAVE_SPEED:
+            note += _wave_speed(value)
         if note and note not in notes[row.key]:
             notes[row.key].append(note)
     here = " or ".join(key + (f" ({'; '.join(said)})" if said else "") for key, said in notes.items())
@@ -220,6 +274,17 @@ def _energy_rate(value: Any, data: Mapping[str, Any], info: EquationInfo | None)
         k_f = 2 * math.pi * m / max(lengths)
         return f": here {rate:g} / {k_f:.6g}^2 = {rate / k_f**2:.3g}"
     except (TypeError, ValueError, ZeroDivisionError, ConfigError):
+        return ""
+
+
+def _wave_speed(value: Any) -> str:
+    """``" = sqrt(2.5) = 1.58"``: the wave speed of FluidSim's c2 ``value``, or "" where it is not a number >= 0."""
+    from simulator.schema.build import eval_number
+
+    try:
+        c2 = eval_number(value) if isinstance(value, str) else float(value)
+        return f" = sqrt({c2:g}) = {math.sqrt(c2):.6g}"
+    except (TypeError, ValueError, ConfigError):
         return ""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
+from simulator.equations.scales import faster
 from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
@@ -51,6 +52,20 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
     def gradient(self) -> float:
         """The fixed mean pressure gradient G (drive ``pressure``)."""
         return 2 / self.reynolds if self.pressure_gradient is None else self.pressure_gradient
+
+    def velocity_scale(self, initial: Any) -> tuple[float, str] | None:
+        """The laminar profile's fastest speed, which the run starts from (:class:`Laminar`): the plates' U (couette),
+        the centre line's U_c = G Re / 2 (pressure) or 3/2 U_b (flux); the initial condition's (its amplitude) where
+        that is faster."""
+        if self.drive == "couette":
+            own = abs(self.plate_velocity), f"the plates' speed physics.plate_velocity = {abs(self.plate_velocity):g}"
+        elif self.drive == "flux":
+            centre = 1.5 * abs(self.flux)
+            own = centre, f"laminar flow's centre-line speed 3/2 physics.flux = {centre:.3g}"
+        else:
+            centre = self.gradient() * self.reynolds / 2
+            own = abs(centre), f"laminar flow's centre-line speed G Re / 2 = {abs(centre):.3g}"
+        return faster(own, initial)
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """nu = 1/Re and the viscous length nu / u_tau of the row's friction velocity."""
@@ -159,6 +174,7 @@ PLOT = PlotSpec(
     spectrum_label=r"$E_K(k_x)$",
     slice_field="streamwise",
     resolved=2 / 3,
+    averaged=("re_tau", "tau_bottom", "tau_top"),
     budget=Budget("kinetic_energy", losses=("mean_dissipation", "dissipation"), gains=("pressure_work", "wall_work"),
                   label="E_K"),
 )

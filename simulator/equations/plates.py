@@ -72,6 +72,11 @@ class FreeFallParams(EquationParams):
         return {"viscosity": math.sqrt(self.prandtl / self.rayleigh),
                 "diffusivity": 1 / math.sqrt(self.rayleigh * self.prandtl), "thermal_boundary_layer": 0.5 / nusselt}
 
+    def velocity_scale(self, initial: Any) -> tuple[float, str] | None:
+        """The free-fall velocity sqrt(g alpha Delta T H), 1 in these units: the speed convection reaches (the initial
+        condition's amplitude is a temperature's, its noise no scale of the flow)."""
+        return 1.0, "the free-fall velocity sqrt(g alpha Delta T H) = 1"
+
     def check(self, cfg: Any) -> None:
         """Plates across the last direction, at fixed temperature, one unit apart (free-fall units)."""
         walls, last = cfg.grid.walls, "y" if cfg.grid.plane else "z"
@@ -130,6 +135,12 @@ class NoSlipFreeFallParams(FreeFallParams):
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
+
+    def velocity_scale(self, initial: Any) -> tuple[float, str] | None:
+        """The free-fall velocity (1), or the faster plate's speed where the plates move faster."""
+        plates = max(abs(u) for u in self.plate_velocity)
+        return (plates, f"the faster plate's speed |physics.plate_velocity| = {plates:g}") if plates > 1 else \
+            super().velocity_scale(initial)
 
     def check(self, cfg: Any) -> None:
         """The temperature's condition is the grid's, the scalars' plate keys their condition's, then the free-fall
@@ -211,4 +222,5 @@ CONVECTION_PLOT = PlotSpec(
     spectrum_label=r"$E_K(k_x)$",
     slice_field="temperature",
     resolved=2 / 3,
+    averaged=("nusselt", "nusselt_bottom", "nusselt_top"),
 )

@@ -122,6 +122,9 @@ class PlotSpec:
     #: further fields drawn by ``simulator plot`` beside the slice field, each in ``slice_<field>.png`` (a shallow
     #: layer's divergence beside its potential vorticity), those the snapshots hold
     more_slices: tuple[str, ...] = ()
+    #: time-series columns whose mean over ``simulator plot --window T0 T1`` the time-series figure draws as a running
+    #: mean from T0 and states with its standard error (convection's Nusselt numbers, a channel's Re_tau)
+    averaged: tuple[str, ...] = ()
 
     def name_of(self, spectrum: str) -> str:
         """What a figure calls ``spectrum``: its label (a template's with ``{i}`` replaced by the index), else

@@ -23,10 +23,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from simulator.equations import resolution
+
+
+def initial_velocity(initial: Any) -> tuple[float, str] | None:
+    """(U, what it is in words) of an initial condition (its schema dataclass): its ``amplitude`` (a velocity's), or
+    the rms speed of its ``energy`` E = <u^2>/2; None where it declares neither (what
+    ``EquationParams.velocity_scale`` gives by default)."""
+    amplitude, energy = getattr(initial, "amplitude", None), getattr(initial, "energy", None)
+    if isinstance(amplitude, (int, float)) and amplitude > 0:
+        return float(amplitude), f"initial.amplitude = {amplitude:g}"
+    if isinstance(energy, (int, float)) and energy > 0:
+        return math.sqrt(2 * energy), f"sqrt(2 initial.energy) = {math.sqrt(2 * energy):.3g}"
+    return None
+
+
+def faster(own: tuple[float, str], initial: Any) -> tuple[float, str]:
+    """``own``, a flow's velocity scale (U, in words), or the initial condition's (:func:`initial_velocity`) where
+    that one is faster: a start stronger than the flow it settles into sets the first steps."""
+    start = initial_velocity(initial)
+    return start if start is not None and start[0] > own[0] else own
+
 
 TURBULENCE = {
     "kolmogorov_length": "Kolmogorov length eta = (nu^3/epsilon)^(1/4)",

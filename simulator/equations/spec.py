@@ -34,6 +34,7 @@ from simulator.equations.plot_spec import (
     Panel as Panel,
     PlotSpec,
 )
+from simulator.equations.scales import initial_velocity
 from simulator.equations.templates import INDEX, instances
 from simulator.errors import ConfigError
 from simulator.schema import setting, traced_values
@@ -103,6 +104,14 @@ class EquationParams:
         """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
         equation has a unit system or a clock of its own."""
         return Clock()
+
+    def velocity_scale(self, initial: Any) -> tuple[float, str] | None:
+        """(U, what it is in words): the speed a run of these parameters from ``initial`` (its initial condition's
+        schema dataclass) moves at, by which ``simulator plan`` estimates the steps of an adaptive dt
+        (:func:`simulator.planning.job.steps_to_end`); None: no scale. By default the initial condition's
+        (:func:`simulator.equations.scales.initial_velocity`); a flow with a speed of its own (convection's free fall,
+        a channel's drive) gives that."""
+        return initial_velocity(initial)
 
     def scales(self, diagnostics: Mapping[str, float], shape: Iterable[int], box: Iterable[float]) -> dict[str, float]:
         """The derived physical scales (:mod:`simulator.equations.scales`; ``EquationInfo.scales`` names and

@@ -6,9 +6,10 @@ records). What ``simulator plan`` prints under the plan, for a run and for each 
 The steps: with a fixed dt, ``ceil(t_end / dt)`` as the stepper takes them (a last step shortened to land on
 ``t_end``). With ``time.cfl`` each step takes the largest dt that keeps the CFL number at ``time.cfl``, at most
 ``time.dt``, which depends on the flow the run makes: before the run it is estimated as dt = cfl dx / U, dx the
-smallest grid spacing and U the initial condition's velocity scale (``initial.amplitude``, or the rms speed
-``sqrt(2 initial.energy)``), capped by ``time.dt`` (a forced flow speeds up: more steps than estimated); without
-such a scale only the bound ``t_end / time.dt``, the fewest steps, is given. A run that has started gives its
+smallest grid spacing and U the flow's velocity scale (``EquationParams.velocity_scale``: convection's free-fall
+velocity, a channel's laminar centre-line or plate speed, else the initial condition's ``initial.amplitude`` or rms
+speed ``sqrt(2 initial.energy)``), capped by ``time.dt`` (a forced flow speeds up: more steps than estimated);
+without such a scale only the bound ``t_end / time.dt``, the fewest steps, is given. A run that has started gives its
 own mean dt so far, ``time / step`` of its ``status.json``, for the steps it has left.
 """
 
@@ -18,7 +19,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from simulator.config import Config
 from simulator.fft import plane
@@ -58,17 +58,6 @@ def _whole_steps(span: float, dt: float) -> int:
     return max(0, math.ceil(span / dt * (1 - TOL)))
 
 
-def velocity_scale(initial: Mapping[str, Any]) -> tuple[float, str] | None:
-    """(U, what it is) of an initial condition: its ``amplitude`` (a velocity's), or the rms speed of its
-    ``energy`` E = <u^2>/2; None where it declares neither."""
-    amplitude, energy = initial.get("amplitude"), initial.get("energy")
-    if isinstance(amplitude, (int, float)) and amplitude > 0:
-        return float(amplitude), f"initial.amplitude = {amplitude:g}"
-    if isinstance(energy, (int, float)) and energy > 0:
-        return math.sqrt(2 * energy), f"sqrt(2 initial.energy) = {math.sqrt(2 * energy):.3g}"
-    return None
-
-
 def steps_to_end(cfg: Config) -> Steps:
     """The steps from t = 0 to ``time.t_end`` of ``cfg`` (see the module docstring)."""
     t_end, dt = float(cfg.time.t_end), float(cfg.time.dt)
@@ -77,7 +66,7 @@ def steps_to_end(cfg: Config) -> Steps:
     grid = cfg.grid
     cells, lengths = plane.cells(grid.shape), plane.lengths(grid.shape, grid.box)
     dx = min(lengths[i] / cells[i] for i in range(3) if cells[i] > 1)
-    scale = velocity_scale(_as_dict(cfg.initial))
+    scale = cfg.physics.velocity_scale(cfg.initial)
     if scale is None:
         return Steps(_whole_steps(t_end, dt), f"at least: time.cfl = {cfg.time.cfl:g} takes steps of at most "
                      f"time.dt = {dt:g}; {cfg.initial.name} gives no velocity scale to estimate them by", False)
@@ -85,12 +74,6 @@ def steps_to_end(cfg: Config) -> Steps:
     estimate = min(dt, cfg.time.cfl * dx / speed)
     return Steps(_whole_steps(t_end, estimate), f"an estimate: time.cfl = {cfg.time.cfl:g} with dx = {dx:.3g} and U = "
                  f"{what}: dt ~ {estimate:.3g}" + (" (time.dt)" if estimate == dt else ""), False)
-
-
-def _as_dict(section: Any) -> dict[str, Any]:
-    from simulator.schema.dump import to_dict
-
-    return to_dict(section)
 
 
 def measured(run_dir: Path) -> Measured | None:

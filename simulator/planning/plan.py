@@ -192,6 +192,9 @@ class Plan:
     #: the (grid, mesh) compiled in its stead, each device holding the same cells
     #: (:func:`simulator.planning.reduced.reduced_plan`)
     compiled_as: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: compiled_as is a coarser grid on these devices, memory and traffic scaled by cells
+    #: (:func:`simulator.planning.reduced.coarser_run`: a grid far past a device)
+    coarser: bool = False
     #: whether the run's spectra are compact, and its spectral layout in words with why (:func:`spectral_layout`)
     compact: bool = False
     layout: str = ""

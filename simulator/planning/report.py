@@ -67,7 +67,10 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
     stand_in = platform == "gpu" and plan.platform != "gpu"
     deviceless = bool(plan.compiled_for)
     how = "compiled without allocating in"
-    if plan.compiled_as:
+    if plan.coarser:
+        how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on the same mesh (this grid's state "
+               "alone is past a device: memory and traffic per cell scaled from that grid's, an estimate) in")
+    elif plan.compiled_as:
         how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
                "(the same cells per device; the step's traffic per cell scaled to this mesh) in")
     lines.append(f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, "

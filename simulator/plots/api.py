@@ -34,14 +34,14 @@ from simulator.errors import ConfigError
 from simulator.output.profiles import read as read_profiles
 from simulator.plots.figures import MissingOutputError, check_window, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
-from simulator.plots.profiles import profiles_figure
+from simulator.plots.profiles import mean_nusselt, profile_window, profiles_figure
 from simulator.plots.run import slice_choice
 from simulator.plots.slices import last_slice_figure
 from simulator.plots.spectra import spectra_figures
 from simulator.plots.statistics import statistics_figures
 from simulator.plots.tasks import task_figures
 from simulator.plots.timeseries import timeseries_figures
-from simulator.plots.when import requested_times
+from simulator.plots.when import requested_times, run_window
 
 
 def _quiet(line: str) -> None:
@@ -77,10 +77,14 @@ class RunPlots:
         self.config = config
         self.info = equations.get(config["physics"]["name"])
 
-    def timeseries(self) -> Figure:
+    def timeseries(self, window: Sequence[float] | None = None) -> Figure:
         """``plots/timeseries.png``: one panel per panel the equation declares (``INFO.plot``) that
-        ``timeseries.csv`` has columns for, each diagnostic against time (its rows, complete ones only)."""
-        return self._build(lambda: timeseries_figures(self.path, self.config, self.info), "timeseries",
+        ``timeseries.csv`` has columns for, each diagnostic against time (its rows, complete ones only); with
+        ``window`` = (t0, t1) or (t0,) (``--window``; t1 the run's end), the time outside it shaded and the running
+        means from t0 of the columns the equation declares averaged, labelled with their means ± standard errors."""
+        with as_called({"--window": "window"}):
+            window = run_window(self.path, self.config, self.info, window)
+        return self._build(lambda: timeseries_figures(self.path, self.config, self.info, window), "timeseries",
                            "time-series figure")
 
     def budget(self) -> Figure:
@@ -182,11 +186,14 @@ class RunPlots:
     def profiles(self, window: Sequence[float] | None = None) -> Figure:
         """``plots/profiles.png``: the horizontally averaged temperature, rms velocity and heat flux of
         ``profiles.h5`` (a run between plates with ``output.profiles``) against the wall-normal coordinate, the
-        last row and the mean over the rows of ``window`` = (t0, t1) (default: the second half of the run)."""
+        last row and the mean over the rows of ``window`` = (t0, t1) (default: the second half of the run), with
+        the thermal boundary layers' edges at delta = H / (2 Nu) from the plates, Nu the window's mean."""
         with as_called({"--window": "window"}):
             check_window(window)
         data = read_profiles(self.path)
-        return self._build(lambda: {"profiles": lambda: profiles_figure(data, self.config, self.info, window)},
+        nusselt = mean_nusselt(self.path, profile_window(data, window)) if data and len(data["time"]) else None
+        return self._build(lambda: {"profiles": lambda: profiles_figure(data, self.config, self.info, window,
+                                                                        nusselt)},
                            "profiles", f"profiles ({self.path / 'profiles.h5'}; set output.profiles)")
 
     def _build(self, builders: Callable[[], dict[str, Callable[[], Figure | None]]], stem: str, what: str) -> Figure:

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo
 from simulator.output import profiles
-from simulator.plots.figures import figure, heading, save, time_window
+from simulator.plots.figures import Figures, figure, heading, save, time_window
 from simulator.plots.when import average_rows
 from simulator.walls.channel import WallProfiles, wall_units
 
@@ -67,16 +67,17 @@ def wall_units_figure(stats: ChannelStatistics | WallProfiles, title: str) -> Fi
 
 
 def plot_wall_units(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False,
-                  window: Sequence[float] | None = None) -> list[Path]:
+                    window: Sequence[float] | None = None) -> Figures:
     """``plots/channel_profiles.png``: :func:`wall_units_figure` of the rows of ``profiles.h5`` in ``window`` =
     (t0, t1) (default the second half of the run) averaged, at nu = 1 / ``physics.reynolds``; nothing for a run
-    whose profiles are not a channel's, or whose window holds no row."""
+    whose profiles are not a channel's, or whose window holds no row. With ``window``, the line stating the mean
+    profiles' Re_tau and u_tau in the result's ``numbers``."""
     data = profiles.read(run_dir)
     if "mean_velocity" not in data:
-        return []
+        return Figures()
     rows = average_rows(np.asarray(data["time"]), window)
     if not rows:
-        return []
+        return Figures()
     h = float(data["z"][-1]) / 2
     mean = {name: np.asarray(data[name])[rows].mean(axis=0)
             for name in ("mean_velocity", "reynolds_uu", "reynolds_vv", "reynolds_uv", "total_shear_stress")}
@@ -86,4 +87,9 @@ def plot_wall_units(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
                       spanwise, h)
     times = np.asarray(data["time"])[rows]
     title = heading(config, f"{time_window(config, info, float(times[0]), float(times[-1]))} ({len(rows)} rows)")
-    return save(wall_units_figure(wall, title), run_dir / "plots" / "channel_profiles.png", pdf)
+    written = save(wall_units_figure(wall, title), run_dir / "plots" / "channel_profiles.png", pdf)
+    if window is None:
+        return Figures(written)
+    return Figures(written, numbers=[f"channel_profiles.png: Re_tau = {wall.re_tau:.4g}, u_tau = {wall.u_tau:.4g} of "
+                                     f"the mean of {len(rows)} row{'s' * (len(rows) != 1)} over {window[0]:g} ≤ t ≤ "
+                                     f"{window[1]:g}"])

@@ -70,12 +70,16 @@ def figure(rows: int = 1, columns: int = 1, sharex: bool = False,
 
 
 class Figures(list[Path]):
-    """The files a plot wrote, in order, and ``skipped``: one line per group of figures left out because a
-    file of the run is damaged (the others are drawn all the same)."""
+    """The files a plot wrote, in order, ``skipped``: one line per group of figures left out because a
+    file of the run is damaged (the others are drawn all the same), and ``numbers``: one line per time-averaged
+    figure stating what it averaged (``timeseries.png: Nu = 7.59 ± 0.07 ...``), which ``simulator plot`` prints
+    after the files."""
 
-    def __init__(self, written: Iterable[Path] = (), skipped: Iterable[str] = ()) -> None:
+    def __init__(self, written: Iterable[Path] = (), skipped: Iterable[str] = (),
+                 numbers: Iterable[str] = ()) -> None:
         super().__init__(written)
         self.skipped = list(skipped)
+        self.numbers = list(numbers)
 
 
 def save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
@@ -129,6 +133,27 @@ def check_window(window: Sequence[float] | None) -> None:
     """ConfigError unless ``window`` is None or a time window (t0, t1), t0 <= t1 (``--window``)."""
     if window is not None and (len(window) != 2 or not window[0] <= window[1]):
         raise ConfigError("--window", list(window), "give two times T0 <= T1", "is not a time window")
+
+
+def plus_minus(mean: float, error: float) -> str:
+    """A mean and its standard error as a line states them, the mean to the error's second significant digit
+    (``7.593 ± 0.071``), a mean below 1e-3 or from 1e5 on with their power of ten outside (``(9.9833 ± 0.0006)e-04``);
+    the mean alone to 6 digits where the error is 0 or unknown (NaN)."""
+    if not (np.isfinite(error) and error > 0):
+        return f"{mean:.6g}"
+    power = int(np.floor(np.log10(abs(mean)))) if mean != 0 else 0
+    if -3 <= power < 5:
+        power = 0
+    mean, error = mean / 10.0**power, error / 10.0**power
+    decimals = min(max(1 - int(np.floor(np.log10(error))), 0), 15)
+    text = f"{mean:.{decimals}f} ± {error:.{decimals}f}"
+    return f"({text})e{power:+03d}" if power else text
+
+
+def plain(label: str) -> str:
+    """A TeX label as plain text for a printed line: ``$Nu_{bottom}$`` -> ``Nu_bottom``, ``$Re_\\tau$`` ->
+    ``Re_tau``."""
+    return label.replace("$", "").replace("{", "").replace("}", "").replace("\\", "")
 
 
 def plain_log_ticks(axis: Any) -> None:

@@ -5,7 +5,8 @@
 :class:`FigureContext`; under ``RUN_DIR/plots/`` it writes:
 
 * ``timeseries`` (the ``timeseries`` kind): ``timeseries.png`` and ``budget.png`` from ``timeseries.csv``
-  (:mod:`simulator.plots.timeseries`);
+  (:mod:`simulator.plots.timeseries`; with a window, the running means of the equation's averaged columns and their
+  means ± standard errors);
 * ``spectra``: ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
   (:mod:`simulator.plots.spectra`);
 * ``snapshots``: ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a
@@ -20,7 +21,8 @@
 * ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
   (:mod:`simulator.plots.lagrangian`);
 * ``profiles``: from ``profiles.h5`` of a run between plates, ``profiles.png`` for convection (the horizontally
-  averaged temperature, rms velocity and heat flux against the wall-normal coordinate, :mod:`simulator.plots.profiles`)
+  averaged temperature, rms velocity and heat flux against the wall-normal coordinate, the thermal boundary layers
+  marked, :mod:`simulator.plots.profiles`)
   or ``channel_profiles.png`` for a channel (U+(y+) against the law of the wall and the Reynolds stresses in wall
   units, averaged over the window, :mod:`simulator.plots.channel`);
 * a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
@@ -31,6 +33,10 @@ The shipped kinds' figure families are declared here (:data:`FAMILIES`, by kind 
 drawing sits above ``output/`` and reads the kinds' files through their readers, so a kind naming its figure
 module would be an arrow back up (an import cycle in tests/test_architecture.py). A plug-in's module sits
 above both and names its own (``OutputKind.figures``).
+
+With a window asked for (``--window T0 [T1]``, :func:`~simulator.plots.when.run_window`), the time-averaged figures
+state their numbers, one line each (:attr:`~simulator.plots.figures.Figures.numbers`), which ``simulator plot``
+prints after the files.
 
 A damaged file (not HDF5, cut short, not as the run writes it) skips only the figures drawn from it, in one
 line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others are drawn all the same.
@@ -59,7 +65,7 @@ from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.plots.channel import plot_wall_units
-from simulator.plots.figures import Figures, check_window, default_style, drawn_or_skipped, note
+from simulator.plots.figures import Figures, default_style, drawn_or_skipped, note
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.profiles import plot_profiles
 from simulator.plots.slices import AXES, plot_frames, plot_slice
@@ -67,7 +73,7 @@ from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.plots.tasks import plot_tasks
 from simulator.plots.timeseries import plot_timeseries
-from simulator.plots.when import requested_times
+from simulator.plots.when import requested_times, run_window
 
 # ---- the slice asked for ---------------------------------------------------------------------------------
 
@@ -125,7 +131,8 @@ class FigureContext:
     """What every output kind's figures are drawn with, the same for each: the run directory, its
     ``config.yaml`` (a dict) and equation, the slice asked for (``field``, ``axis`` 0, 1 or 2, and the file
     ``stem``: :func:`slice_choice`), ``pdf`` (a PDF beside each PNG), ``times`` (the spectra's rows) and
-    ``window`` = (t0, t1) (the time-averaged figures' window; None: the second half of the run)."""
+    ``window`` = (t0, t1) (the time-averaged figures' window, :func:`~simulator.plots.when.run_window`; None: the
+    second half of the run, and no line of numbers)."""
 
     run_dir: Path
     config: dict[str, Any]
@@ -135,22 +142,29 @@ class FigureContext:
     stem: str
     pdf: bool = False
     times: Sequence[float] | None = None
-    window: Sequence[float] | None = None
+    window: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
 class Family:
     """The figures of one output kind: ``what`` names them in the line of a damaged file (formatted with
     ``ctx``, the :class:`FigureContext`), ``draw(ctx)`` writes them and returns their files (nothing, and a
-    note where the run should have some, without them)."""
+    note where the run should have some, without them), as :class:`~simulator.plots.figures.Figures` where they
+    state numbers (``numbers``: a time-averaged figure's, with a window)."""
 
     what: str
     draw: Callable[[FigureContext], list[Path]]
 
 
+def both(first: Figures, second: Figures) -> Figures:
+    """The files and lines of two figure groups in one."""
+    return Figures([*first, *second], numbers=[*first.numbers, *second.numbers])
+
+
 #: the figure families of the shipped output kinds, by kind name (see the module docstring for why here)
 FAMILIES = {
-    "timeseries": Family("the time series figures", lambda c: plot_timeseries(c.run_dir, c.config, c.info, c.pdf)),
+    "timeseries": Family("the time series figures",
+                         lambda c: plot_timeseries(c.run_dir, c.config, c.info, c.pdf, c.window)),
     "spectra": Family("the spectra figures",
                       lambda c: plot_spectra(c.run_dir, c.config, c.info, c.times, c.pdf, c.window)),
     "snapshots": Family("{ctx.stem}.png", plot_slices),
@@ -159,8 +173,8 @@ FAMILIES = {
     "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
     "trajectories": Family("the Lagrangian figure", lambda c: plot_lagrangian(c.run_dir, c.config, c.info, c.pdf)),
     "profiles": Family("the profiles figures",
-                       lambda c: [*plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window),
-                                  *plot_wall_units(c.run_dir, c.config, c.info, c.pdf, c.window)]),
+                       lambda c: both(plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window),
+                                      plot_wall_units(c.run_dir, c.config, c.info, c.pdf, c.window))),
 }
 
 
@@ -185,18 +199,21 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
 
     Reads ``config.yaml`` and the files of every output kind that draws figures. ``field`` (default: the
     equation's) and ``axis`` choose the slice; ``times`` (or a cosmological run's ``redshifts``) the spectra's rows,
-    within them (:func:`~simulator.plots.when.requested_times`); ``window`` = (t0, t1) the time window of the
-    time-averaged figures: the compensated spectrum's mean, the structure functions and the PDFs (default:
-    the second half of the run). The kinds are drawn in the registry's order, each with the
-    same :class:`FigureContext`, then the frames.
-    Raises ConfigError for a missing or foreign directory, an unknown axis or field, or a stored physics section
-    that no longer validates (:func:`~simulator.equations.stored.parameters_of`).
+    within them (:func:`~simulator.plots.when.requested_times`); ``window`` = (t0, t1) or (t0,) (t1 the run's end)
+    the time window of the time-averaged figures: the compensated spectrum's mean, the structure functions and the
+    PDFs, the profiles' mean (default: the second half of the run), and the time series' running means from t0 with
+    their means ± standard errors (none by default); the result's ``numbers`` then holds one line per time-averaged
+    figure stating them. The kinds are drawn in the registry's order, each with the same :class:`FigureContext`,
+    then the frames.
+    Raises ConfigError for a missing or foreign directory, an unknown axis or field, a window not within the run's
+    times (:func:`~simulator.plots.when.run_window`), or a stored physics section that no longer validates
+    (:func:`~simulator.equations.stored.parameters_of`).
     """
     config = load_run_config(run_dir, sweeps=True)
     info = equations.get(config["physics"]["name"])
     parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels every figure: before any is written
     field, index, stem = slice_choice(run_dir, info, field, axis)
-    check_window(window)
+    window = run_window(run_dir, config, info, window)
     times = requested_times(run_dir, config, info, times, redshifts)
     ctx = FigureContext(run_dir, config, info, field, index, stem, pdf, times, window)
     families = [(drawn.what.format(ctx=ctx), run_dir / kind.files[0], partial(drawn.draw, ctx))
@@ -205,8 +222,9 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         families.append(("the frames", run_dir / "snapshots",
                          partial(plot_frames, run_dir, config, info, field, index, stem)))
     skipped: list[str] = []
-    written = Figures([path for what, source, draw in families
-                       for path in drawn_or_skipped(what, source, draw, skipped)], skipped)
+    drawn = [drawn_or_skipped(what, source, draw, skipped) for what, source, draw in families]
+    written = Figures([path for paths in drawn for path in paths], skipped,
+                      [line for paths in drawn if isinstance(paths, Figures) for line in paths.numbers])
     if not written and not skipped:
         note(f"nothing to plot in {run_dir} yet")
     return written

@@ -40,12 +40,15 @@ from simulator.plots.particle_overlay import overlay
 AXES = "xyz"
 #: members of a stacked field shown in a slice figure
 STACKED_PANELS = 3
+#: a panel's values take both signs when the smaller side reaches this fraction of the larger
+SIGNED = 1e-6
 
 
 @dataclass(frozen=True)
 class Panel:
     """One image of a slice figure: ``data[i, j]`` with i along the horizontal axis, and its labels;
-    ``symmetric``: colour limits symmetric about 0 (a signed component on a diverging map); ``log``: ``data`` is
+    ``symmetric``: colour limits symmetric about 0 where the values take both signs (a signed component on a
+    diverging map; a field of one sign, a temperature in [0, 1], keeps its own range); ``log``: ``data`` is
     log10 of the values, NaN where a cell held nothing (drawn in the lowest colour: :func:`floored`)."""
 
     title: str
@@ -143,13 +146,15 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
 
 
 def _limits(panels: Sequence[Panel]) -> list[tuple[float, float]]:
-    """Colour limits of each panel: its finite range (symmetric about 0 where the panel asks), widened
-    when the panel is uniform."""
+    """Colour limits of each panel: its finite range (symmetric about 0 where the panel asks and its values take
+    both signs: a temperature between 0 and 1 drawn on -1..1 left half the colour bar unused), widened when the
+    panel is uniform."""
     out = []
     for panel in panels:
         finite = panel.data[np.isfinite(panel.data)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-        if panel.symmetric:
+        # both signs beyond round-off (a temperature's -1e-19 at a plate is 0): a plate's value is exact, not signed
+        if panel.symmetric and min(-lo, hi) > SIGNED * max(-lo, hi):
             lo, hi = -max(abs(lo), abs(hi)), max(abs(lo), abs(hi))
         out.append((lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
     return out
@@ -202,6 +207,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
             edges = [plate_edges(heights, box[2]) if a == 2 else (np.arange(n + 1) - 0.5) * (box[a] / n)
                      for a, n in zip((across, up), panel.data.shape, strict=True)]
             image = ax.pcolormesh(*edges, panel.data.T, cmap=cmap, vmin=lo, vmax=hi)
+            ax.set_aspect("equal")  # a mesh fills its axes: a 4:1 layer was drawn square (imshow keeps the shape)
         else:
             image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
                               cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")

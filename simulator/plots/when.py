@@ -6,7 +6,8 @@ start, z_start, not today: ``--redshifts 0`` is today. A time or redshift outsid
 naming their span, before any figure is drawn (the nearest row, the last, was drawn without a word).
 
 The time-averaged figures average the rows of a window (``--window T0 T1``; by default the second half of the run):
-:func:`average_rows`, and the spectra's means over them, :func:`window_means`.
+:func:`average_rows`, and the spectra's means over them, :func:`window_means`. A window asked for is read by
+:func:`run_window`: T1 left out is the run's end, and a window not within the run's times is refused in one line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError, reading
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
-from simulator.plots.figures import physics_of, time_label, time_window
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
+from simulator.plots.figures import check_window, physics_of, time_label, time_window
 
 #: how far (relative to the span, at least this absolutely) a time may lie outside the rows: round-off of s(z)
 TOLERANCE = 1e-9
@@ -96,3 +98,30 @@ def window_means(path: Path, t_all: np.ndarray, average: Sequence[float] | None,
     with reading(path), open_for_reading(path) as f:
         means = {name: np.mean(f[name][rows], axis=0) for name in names}
     return means, (float(t_all[rows[0]]), float(t_all[rows[-1]]), len(rows))
+
+
+def run_window(run_dir: Path, config: dict[str, Any], info: EquationInfo,
+               window: Sequence[float] | None) -> tuple[float, float] | None:
+    """The window (t0, t1) of ``--window T0 [T1]`` (None: none asked for): T1 left out is the run's last time in
+    ``timeseries.csv``. ConfigError (one line) for more than two times, T0 > T1, or a window not within the times
+    of ``timeseries.csv``'s rows (checked when it has rows; a damaged file is left to its figures, which name
+    it)."""
+    if window is None:
+        return None
+    if not 1 <= len(window) <= 2:
+        raise ConfigError("--window", list(window), "give T0, or T0 T1", "is not a time window")
+    path = run_dir / TIMESERIES_FILE
+    try:
+        times = read_timeseries(path).get("time", np.empty(0)) if path.is_file() else np.empty(0)
+    except OSError:  # a damaged file (DamagedFileError): the time-series figures are skipped, naming it
+        times = np.empty(0)
+    t0 = float(window[0])
+    t1 = float(window[1]) if len(window) == 2 else float(times[-1]) if len(times) else np.inf
+    check_window((t0, t1))
+    if len(times):
+        lo, hi = float(times[0]), float(times[-1])
+        slack = TOLERANCE * max(1.0, hi - lo)
+        if not (lo - slack <= t0 and t1 <= hi + slack):
+            raise ConfigError("--window", list(window), f"give T0 [T1] within them, "
+                              f"{time_window(config, info, lo, hi)}", f"is not within the times of {path}'s rows")
+    return t0, t1

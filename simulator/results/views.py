@@ -17,28 +17,46 @@ class Sections(dict):  # type: ignore[type-arg]
     :class:`Sections` too. An absent key is an AttributeError naming the section's keys. Written by
     ``yaml.safe_dump`` and ``json.dumps`` as the dict it is."""
 
-    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, data: Mapping[str, Any] | None = None, path: str = "",
+                 root: Mapping[str, Any] | None = None) -> None:
         _yaml_writes_sections()
-        super().__init__((key, _sections(value)) for key, value in (data or {}).items())
+        #: the section's dotted path (``physics.``; "" at the top) and the whole config, for another code's name
+        self._path, self._root = path, self if root is None else root
+        super().__init__((key, _sections(value, f"{path}{key}.", self._root)) for key, value in (data or {}).items())
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # the section's own attributes, asked for before they are set (copy, pickle)
+            raise AttributeError(name)
         try:
             return self[name]
         except KeyError:
-            raise AttributeError(f"{name!r} is not a key of this config section; its keys: "
-                                 f"{', '.join(map(str, self))}") from None
+            raise AttributeError(f"{name!r} is not a key of this config section{self._other_code(name)}; its "
+                                 f"keys: {', '.join(map(str, self))}") from None
+
+    def _other_code(self, name: str) -> str:
+        """``"; nu_2 is FluidSim's name: here it is physics.viscosity"`` where ``name`` is another code's name for a
+        key of this run's config (as ``--set`` answers it), else ""."""
+        from simulator.config import other_codes
+        from simulator.equations import registry
+
+        physics = self._root.get("physics")
+        info = registry().get(physics.get("name")) if isinstance(physics, Mapping) else None
+        known = tuple(f"{self._path}{key}" for key in self)
+        said = other_codes.said_for(f"{self._path}{name}", None, known, self._root, info)
+        return f"; {said}" if said else ""
 
     def __dir__(self) -> list[str]:
         """The dict's attributes and the keys that read as attributes (a notebook's completion)."""
         return [*super().__dir__(), *(key for key in self if isinstance(key, str) and key.isidentifier())]
 
 
-def _sections(value: Any) -> Any:
-    """``value`` with its mappings, and those of its lists, as :class:`Sections`."""
+def _sections(value: Any, path: str, root: Mapping[str, Any]) -> Any:
+    """``value`` with its mappings, and those of its lists, as :class:`Sections` of the config ``root`` at the
+    dotted ``path``."""
     if isinstance(value, Mapping):
-        return Sections(value)
+        return Sections(value, path, root)
     if isinstance(value, list):
-        return [_sections(v) for v in value]
+        return [_sections(v, path, root) for v in value]
     return value
 
 
