@@ -102,6 +102,38 @@ def test_the_custom_call_is_what_runs_and_needs_no_copies(local_fft):
     assert "conditional" not in text and " fft(" not in text and "transpose(" not in text
 
 
+def dct1_reference(x):
+    """scipy's unnormalised DCT-I of the last axis in float64: numpy's real FFT of the even extension (a dense sum
+    would carry round-off of its own near 1e-14)."""
+    x = np.asarray(x, np.float64)
+    return np.real(np.fft.rfft(np.concatenate([x, x[..., -2:0:-1]], -1), axis=-1)[..., :x.shape[-1]])
+
+
+@FFTW
+@pytest.mark.parametrize("n", [2, 17, 96, 384, 385])
+def test_fftws_dct1_is_the_chebyshev_transforms_to_round_off(local_fft, n):
+    """FFTW's REDFT00 (LocalFFT.dct1, batched over leading axes) is the DCT-I the Chebyshev transform is, at even and
+    odd N, FFT-friendly N - 1 or not (384: 2 x 383), to 1e-14 relative in float64 and 1e-6 in float32; its
+    transpose (reverse mode) passes the dot-product test; and forward_z runs it exactly where walls.direct_dct1
+    says it is the faster, on the same values as the even extension's real FFT."""
+    from simulator.fft import walls
+
+    fft = local.resolve(local_fft, threads=1)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, 4, n))
+    want = dct1_reference(x)
+    assert err(jax.jit(fft.dct1)(x), want) < 1e-14
+    got32 = jax.jit(fft.dct1)(x.astype(np.float32))
+    assert got32.dtype == jnp.float32 and 1e-9 < err(got32, want) < 1e-6  # the lower bound: it ran in float32
+    ct = rng.standard_normal(x.shape)
+    _, pull = jax.vjp(fft.dct1, jnp.asarray(x))
+    assert np.sum(np.asarray(pull(jnp.asarray(ct))[0]) * x) == pytest.approx(np.sum(ct * want), rel=1e-12)
+    text = jax.jit(lambda a: walls.forward_z(fft, "chebyshev", a)).lower(x).as_text()
+    assert ("simulator_fftw" in text) and (("kind = 4" in text) == walls.direct_dct1(n)), text
+    extension = walls.chebyshev_forward(lambda a: walls.dct1(lambda b: fft.rfftn(b, (-1,)), a), jnp.asarray(x))
+    assert err(walls.forward_z(fft, "chebyshev", jnp.asarray(x)), extension) < 1e-14
+
+
 @FFTW
 def test_fftw_lowers_for_cpu_only_and_a_gpu_backend_never_uses_it(local_fft):
     """A backend on GPUs resolves to XLA's FFT (cuFFT), so its programs lower for a GPU without FFTW; one

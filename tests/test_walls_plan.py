@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulator.fft.bases import fft_friendly
 from simulator.planning import gpu_compiler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +26,10 @@ CONFIGS = ROOT / "configs"
 def test_plan_of_a_walled_run_gives_its_bytes_per_cell_and_what_an_80_gb_gpu_holds(config, aspect):
     """Planned for one 80 GB GPU (compiled by the GPU compiler where JAX's CUDA plug-in is installed, else for this
     CPU): it fits, the plan names the plates' series, its peak memory in bytes per cell, and the largest grid of the
-    config's aspect that the device holds, past the config's own grid. Its job (time.dt 0.1, past the CFL limit)
-    counts steps of dt = cfl dx / U at the free-fall velocity U = 1, not at the initial temperature noise (0.001):
+    config's aspect that the device holds, past the config's own grid; between no-slip plates one point more across,
+    so that the Chebyshev transform's 2 (N - 1) is FFT-friendly, and a line saying whether the config's count across
+    transforms fast and which count near it does. Its job (time.dt 0.1, past the CFL limit) counts steps of
+    dt = cfl dx / U at the free-fall velocity U = 1, not at the initial temperature noise (0.001):
     ceil(t_end / (0.5 dx)), dx the finest spacing of the config's grid."""
     # a process of its own: the suite's JAX already holds 8 CPU devices, and a plan for one device sets its own
     done = subprocess.run([sys.executable, "-m", "simulator", "plan", str(CONFIGS / f"{config}.yaml"),
@@ -40,8 +43,16 @@ def test_plan_of_a_walled_run_gives_its_bytes_per_cell_and_what_an_80_gb_gpu_hol
     assert 100 < per_cell < 5000, out
     held = re.search(r"largest grid of this run's aspect .* fits these 1 device\(s\): \[([\d, ]+)\]", out)
     largest = [int(n) for n in held[1].split(",")]
-    unit = largest[-1] // aspect[-1]
-    assert largest == [unit * a for a in aspect] and unit > (96 if len(aspect) == 2 else 24), out
+    unit = largest[0] // aspect[0]
+    if series == "Chebyshev":  # one Gauss-Lobatto point more across, so that 2 (N - 1) is FFT-friendly
+        assert largest == [unit * aspect[0], unit + 1] and fft_friendly(unit) and unit > 96, out
+        # 96 points across: a real FFT of 2 x 95; 97 keep its Chebyshev modes and transform fast
+        assert ("across the plates: 96 points, a real FFT of 2 x 95 points (95 = 5 x 19): not FFT-friendly, slower "
+                "than a smooth length; 97 points (96 = 2^5 x 3) keep these Chebyshev modes and more, and transform "
+                "fast") in out, out
+    else:
+        assert largest == [unit * a for a in aspect] and unit > (96 if len(aspect) == 2 else 24), out
+        assert "across the plates:" not in out, out
     shipped = yaml.safe_load((CONFIGS / f"{config}.yaml").read_text())
     dx = min(length / n for length, n in zip(shipped["grid"]["box"], shipped["grid"]["shape"], strict=True))
     steps = math.ceil(shipped["time"]["t_end"] / (shipped["time"]["cfl"] * dx) * (1 - 1e-9))

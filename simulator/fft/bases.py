@@ -111,6 +111,21 @@ def domain(cells: Sequence[int], lengths: Sequence[float], bounded: str | None) 
     return bases[0], bases[1], bases[2]
 
 
+def fft_friendly(n: int) -> bool:
+    """Whether n has no prime factor above 7 (sizes FFT libraries transform fastest)."""
+    for p in (2, 3, 5, 7):
+        while n % p == 0 and n > 1:
+            n //= p
+    return n == 1
+
+
+def fast_across(n: int) -> int:
+    """The fewest Gauss-Lobatto points, at least ``n``, whose Chebyshev transform (a real FFT of ``2 (N - 1)``
+    points, :mod:`simulator.fft.walls`) has an FFT-friendly length: 385 for 384 (2 x 383), 97 for 96 (2 x 5 x 19);
+    it keeps the Chebyshev modes of ``n`` points and more (the 2/3 rule keeps the degrees below 2N/3)."""
+    return next(m for m in range(max(n, 2), 2 * n + 2) if fft_friendly(m - 1))
+
+
 def transpose_weight(n: int) -> np.ndarray:
     """``w_m`` with ``C^T y = C^{-1}(w y)`` for the type-2 transforms of :mod:`simulator.fft.walls` of ``n`` points
     (``4n`` at ``m = 0``, ``2n`` elsewhere: the orthonormal transform is ``diag(w)^{-1/2} C``), ``(n,)``."""

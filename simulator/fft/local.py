@@ -11,7 +11,9 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
   layout: no copies and no transposes. A threaded plan's jobs run on XLA's own intra-op threads (FFTW's
   ``threads_set_callback``), not on threads of FFTW's that would compete with them for the cores. CPU
   only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a program built with FFTW lowers for CPU
-  only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
+  only. On CPU it is 2-4x faster than XLA's FFT (DUCC). It also has FFTW's real-to-real DCT-I (REDFT00,
+  :meth:`LocalFFT.dct1`), which the Chebyshev transform between plates runs where it is the faster
+  (:func:`simulator.fft.walls.direct_dct1`).
 * ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native
   extension is not built (no FFTW headers at install time) or fails to load, when asked for, and by the
   jaxdecomp backend, whose transforms are inside the jaxdecomp package.
@@ -70,7 +72,7 @@ PATHS = ("auto", "fftw", "xla")
 PLANNERS = ("estimate", "measure", "patient")  # index = the extension's planner attribute
 
 # transform kinds of the extension (fftw_ffi.cc)
-_R2C, _C2R, _C2C_FORWARD, _C2C_BACKWARD = 0, 1, 2, 3
+_R2C, _C2R, _C2C_FORWARD, _C2C_BACKWARD, _DCT1 = 0, 1, 2, 3, 4
 
 Axes = tuple[int, ...]
 
@@ -222,6 +224,15 @@ class LocalFFT:
         xla = functools.partial(large.transform, "ifftn", axes=axes)
         return self._dispatch(functools.partial(_fftw_c2c, axes=axes, inverse=True, fft=self), xla, k)
 
+    def dct1(self, x: jax.Array) -> jax.Array:
+        """FFTW's REDFT00 of a real ``x`` ``(..., N)`` over its last axis, N >= 2: ``y_k = x_0 + (-1)^k x_{N-1} + 2
+        sum_{j=1}^{N-2} x_j cos(pi j k / (N - 1))`` (scipy's unnormalised DCT-I), real, ``(..., N)``. The FFTW path
+        only (:func:`simulator.fft.walls.dct1_of` chooses it, and the even extension's real FFT elsewhere)."""
+        if self.name != "fftw":
+            raise ValueError(f"the DCT-I runs on the fftw path; this local FFT is {self.name}")
+        _register()
+        return _dct1(x, (-1,), x.shape[-1], self)
+
     def _dispatch(self, fftw: Callable[[jax.Array], jax.Array], xla: Callable[[jax.Array], jax.Array],
                   x: jax.Array) -> jax.Array:
         if self.name != "fftw":
@@ -311,6 +322,19 @@ def _c2c_bwd(axes: Axes, inverse: bool, fft: LocalFFT, _, g: jax.Array) -> tuple
     return (_c2c(g, axes, inverse, fft),)  # the DFT matrix is symmetric
 
 
+def _dct1_call(x: jax.Array, axes: Axes, n: int, fft: LocalFFT) -> jax.Array:
+    # in place, as the complex transforms: FFTW's r2r plans preserve their input out of place too
+    (y,) = fft._call("simulator_fftw", _DCT1, x, axes, [_like(x, x.shape, x.dtype)], {0: 0})
+    return y
+
+
+def _dct1_bwd(axes: Axes, n: int, fft: LocalFFT, _, g: jax.Array) -> tuple[jax.Array]:
+    # the DCT-I's matrix is C diag(e), C symmetric and e = (1, 2, .., 2, 1): its transpose is diag(e) C =
+    # diag(e) (C diag(e)) diag(1/e)
+    e = jnp.where((jnp.arange(n) == 0) | (jnp.arange(n) == n - 1), 1.0, 2.0).astype(g.dtype)
+    return (e * _dct1(g / e, axes, n, fft),)
+
+
 def _linear(call: Callable[..., jax.Array], transpose: Callable[..., tuple[jax.Array]]) -> Callable[..., jax.Array]:
     """``call(x, *static)``, linear in ``x``, with ``transpose(*static, None, g)`` as its VJP."""
     fn = jax.custom_vjp(call, nondiff_argnums=(1, 2, 3))
@@ -321,6 +345,7 @@ def _linear(call: Callable[..., jax.Array], transpose: Callable[..., tuple[jax.A
 _r2c = _linear(_r2c_call, _r2c_bwd)
 _c2r = _linear(_c2r_call, _c2r_bwd)
 _c2c = _linear(_c2c_call, _c2c_bwd)
+_dct1 = _linear(_dct1_call, _dct1_bwd)
 
 
 def _pad_to(k: jax.Array, axis: int, n: int) -> jax.Array:

@@ -31,6 +31,7 @@ import jax
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.fft import plane
+from simulator.fft.bases import fft_friendly
 from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
 from simulator.run.programs import run_programs
@@ -115,14 +116,6 @@ def plan_programs(cfg: Config) -> tuple[str, ...]:
 # ---- the plan -------------------------------------------------------------------------------------------
 
 
-def fft_friendly(n: int) -> bool:
-    """Whether n has no prime factor above 7 (sizes FFT libraries transform fastest)."""
-    for p in (2, 3, 5, 7):
-        while n % p == 0 and n > 1:
-            n //= p
-    return n == 1
-
-
 def grid_unit(shape: Sequence[int]) -> tuple[int, ...]:
     """The smallest grid of ``shape``'s aspect, ``shape`` over its entries' greatest common divisor: the grids of
     that aspect are its multiples ((1, 1, 1): the cubic grids; [32, 32, 8]: (4, 4, 1))."""
@@ -131,13 +124,16 @@ def grid_unit(shape: Sequence[int]) -> tuple[int, ...]:
 
 def grid_aspect(cfg: Config) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The run's aspect: the unit its grids are multiples of (:func:`grid_unit`) and the points each adds to that
-    multiple, none; but between no-slip plates with an odd count across, the unit of one point fewer across and that
-    point added, as Gauss-Lobatto counts are (``[64, 64, 65]``: ``(1, 1, 1)`` and ``(0, 0, 1)``), so the grids
-    proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT of ``2 (N - 1)`` points."""
+    multiple, none; but between no-slip plates one point more across, as Gauss-Lobatto counts are: with an odd count
+    across, the unit of one point fewer and that point added (``[64, 64, 65]``: ``(1, 1, 1)`` and ``(0, 0, 1)``), with
+    an even one the run's own unit and a point added (``[384, 96]``: ``(4, 1)`` and ``(0, 1)``, proposing
+    ``[4 N, N + 1]``), so the grids proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT
+    of ``2 (N - 1)`` points (:func:`simulator.planning.report.across_line`)."""
     shape, walls = list(cfg.grid.shape), cfg.grid.walls
-    if not (walls.on and walls.basis == "chebyshev" and shape[-1] % 2):
+    if not (walls.on and walls.basis == "chebyshev"):
         return grid_unit(shape), (0,) * len(shape)
-    return grid_unit([*shape[:-1], shape[-1] - 1]), (0,) * (len(shape) - 1) + (1,)
+    across = shape[-1] - 1 if shape[-1] % 2 else shape[-1]
+    return grid_unit([*shape[:-1], across]), (0,) * (len(shape) - 1) + (1,)
 
 
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],

@@ -19,6 +19,7 @@ from simulator.config import Config
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
+from simulator.fft.bases import fast_across, fft_friendly
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
 from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line, plan_programs
@@ -85,6 +86,8 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
                      "build's; another jaxlib may differ)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
+    if c.grid.walls.on and c.grid.walls.basis == "chebyshev":
+        lines.append(across_line(c.grid.shape[-1]))
     if (resolved := resolution.plan_line(c)) is not None:
         lines.append(resolved)
     if (hint := resolution.plan_hint(c)) is not None:
@@ -137,6 +140,33 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
     lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source}; "
                  f"exchanges over {cost.links(prof, plan.devices, c.fft.backend)})")
     return seconds
+
+
+def across_line(n: int) -> str:
+    """The plan's line on the transform across no-slip plates of ``n`` Gauss-Lobatto points: a real FFT of ``2 (n -
+    1)`` points (:mod:`simulator.fft.walls`), fast where ``n - 1`` is FFT-friendly (384 points: 2 x 383, a prime,
+    2.5-4 times slower than 385's 2 x 384), and where it is not the next count that is, which keeps at least these
+    Chebyshev modes (the 2/3 rule keeps degrees below 2n/3)."""
+    length = f"a real FFT of 2 x {n - 1} points"
+    if fft_friendly(n - 1):
+        return f"across the plates: {n} points, {length}: FFT-friendly (fast)"
+    better = fast_across(n)
+    return (f"across the plates: {n} points, {length} ({n - 1}{_factored(n - 1)}): not FFT-friendly, slower than "
+            f"a smooth length; {better} points ({better - 1}{_factored(better - 1)}) keep these Chebyshev modes and "
+            "more, and transform fast")
+
+
+def _factored(n: int) -> str:
+    """How ``n`` factors, as the plan writes it after ``n``: `` = 2^7 x 3``, ``, a prime``."""
+    parts, p = [], 2
+    while n > 1:
+        power = 0
+        while n % p == 0:
+            n, power = n // p, power + 1
+        if power:
+            parts.append(f"{p}^{power}" if power > 1 else str(p))
+        p += 1
+    return " = " + " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else ", a prime"
 
 
 def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,

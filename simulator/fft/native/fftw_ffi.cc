@@ -7,7 +7,8 @@
 // of three velocity components all run directly on XLA's buffers.
 //
 // Two handlers:
-//   simulator_fftw      r2c and c2c, out of place; FFTW preserves the input (its default for these).
+//   simulator_fftw      r2c, c2c and the real-to-real DCT-I (REDFT00, the Chebyshev transform between
+//                       plates); FFTW preserves the input (its default for these).
 //   simulator_fftw_c2r  c2r: FFTW always overwrites the input of a multi-dimensional c2r, so the
 //                       input is aliased to a second (scratch) result by the caller: XLA then hands
 //                       us a buffer we may destroy, copying the operand first only if it is still
@@ -52,7 +53,7 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-enum Kind : int64_t { kR2C = 0, kC2R = 1, kC2CForward = 2, kC2CBackward = 3 };
+enum Kind : int64_t { kR2C = 0, kC2R = 1, kC2CForward = 2, kC2CBackward = 3, kDct1 = 4 };
 
 std::mutex planner_mutex;  // guards every FFTW planner call, both precisions, and the plan caches
 
@@ -154,6 +155,11 @@ struct Fftw<double> {
       case kR2C:
         return fftw_plan_guru64_dft_r2c(rank, dims, hrank, hdims, static_cast<double*>(in),
                                         static_cast<Complex*>(out), flags);
+      case kDct1: {
+        const std::vector<fftw_r2r_kind> kinds(rank, FFTW_REDFT00);
+        return fftw_plan_guru64_r2r(rank, dims, hrank, hdims, static_cast<double*>(in), static_cast<double*>(out),
+                                  kinds.data(), flags);
+      }
       case kC2R:
         return fftw_plan_guru64_dft_c2r(rank, dims, hrank, hdims, static_cast<Complex*>(in),
                                         static_cast<double*>(out), flags);
@@ -169,6 +175,8 @@ struct Fftw<double> {
         return fftw_execute_dft_r2c(p, static_cast<double*>(in), static_cast<Complex*>(out));
       case kC2R:
         return fftw_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<double*>(out));
+      case kDct1:
+        return fftw_execute_r2r(p, static_cast<double*>(in), static_cast<double*>(out));
       default:
         return fftw_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
     }
@@ -195,6 +203,11 @@ struct Fftw<float> {
       case kR2C:
         return fftwf_plan_guru64_dft_r2c(rank, dims, hrank, hdims, static_cast<float*>(in),
                                          static_cast<Complex*>(out), flags);
+      case kDct1: {
+        const std::vector<fftwf_r2r_kind> kinds(rank, FFTW_REDFT00);
+        return fftwf_plan_guru64_r2r(rank, dims, hrank, hdims, static_cast<float*>(in), static_cast<float*>(out),
+                                  kinds.data(), flags);
+      }
       case kC2R:
         return fftwf_plan_guru64_dft_c2r(rank, dims, hrank, hdims, static_cast<Complex*>(in),
                                          static_cast<float*>(out), flags);
@@ -210,6 +223,8 @@ struct Fftw<float> {
         return fftwf_execute_dft_r2c(p, static_cast<float*>(in), static_cast<Complex*>(out));
       case kC2R:
         return fftwf_execute_dft_c2r(p, static_cast<Complex*>(in), static_cast<float*>(out));
+      case kDct1:
+        return fftwf_execute_r2r(p, static_cast<float*>(in), static_cast<float*>(out));
       default:
         return fftwf_execute_dft(p, static_cast<Complex*>(in), static_cast<Complex*>(out));
     }
@@ -352,7 +367,7 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
   using F = Fftw<Real>;
   PoolScope scope(pool);  // planning (which times candidates) and execution run their jobs there
   const bool aligned = F::alignment_of(in) == 0 && F::alignment_of(out) == 0;
-  const bool in_place = in == out;  // c2c: the caller aliases the result to the operand
+  const bool in_place = in == out;  // c2c and DCT-I: the caller aliases the result to the operand
   std::vector<int64_t> key = {kind, nthreads, effort, aligned, in_place, static_cast<int64_t>(g.n.size())};
   for (size_t i = 0; i < g.n.size(); ++i) key.insert(key.end(), {g.n[i], g.is[i], g.os[i]});
   for (size_t i = 0; i < g.hn.size(); ++i) key.insert(key.end(), {g.hn[i], g.his[i], g.hos[i]});
@@ -403,7 +418,7 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
 
 ffi::Error Dispatch(int64_t kind, const ffi::AnyBuffer& in, void* in_data, ffi::AnyBuffer* out,
                     ffi::Span<const int64_t> axes, int64_t nthreads, int64_t effort, ffi::ThreadPool* pool) {
-  if (kind < kR2C || kind > kC2CBackward) return ffi::Error::InvalidArgument("unknown transform kind");
+  if (kind < kR2C || kind > kDct1) return ffi::Error::InvalidArgument("unknown transform kind");
   if (nthreads < 1) return ffi::Error::InvalidArgument("nthreads must be at least 1");
   const ffi::DataType ti = in.element_type(), to = out->element_type();
   bool is_double;
@@ -411,8 +426,10 @@ ffi::Error Dispatch(int64_t kind, const ffi::AnyBuffer& in, void* in_data, ffi::
   else if (kind == kR2C && ti == ffi::F32 && to == ffi::C64) is_double = false;
   else if (kind == kC2R && ti == ffi::C128 && to == ffi::F64) is_double = true;
   else if (kind == kC2R && ti == ffi::C64 && to == ffi::F32) is_double = false;
-  else if (kind >= kC2CForward && ti == ffi::C128 && to == ffi::C128) is_double = true;
-  else if (kind >= kC2CForward && ti == ffi::C64 && to == ffi::C64) is_double = false;
+  else if (kind == kDct1 && ti == ffi::F64 && to == ffi::F64) is_double = true;
+  else if (kind == kDct1 && ti == ffi::F32 && to == ffi::F32) is_double = false;
+  else if (kind <= kC2CBackward && kind >= kC2CForward && ti == ffi::C128 && to == ffi::C128) is_double = true;
+  else if (kind <= kC2CBackward && kind >= kC2CForward && ti == ffi::C64 && to == ffi::C64) is_double = false;
   else return ffi::Error::InvalidArgument("element types do not match the transform kind");
   Geometry g;
   std::string problem = MakeGeometry(kind, in.dimensions(), out->dimensions(), axes, &g);
