@@ -37,7 +37,7 @@ def test_a_lead_near_the_time_limit_is_a_warning():
 
 def test_a_lead_shorter_than_a_chunk_and_a_checkpoint_is_a_warning():
     advice = joblimits.lead_warning(_job(120), chunk_s=100, checkpoint_s=40)
-    assert advice and "--signal=USR1@240" in advice and "one chunk takes 100 s" in advice
+    assert advice and "--signal=USR1@240" in advice and "one call of steps takes 100 s" in advice
     assert joblimits.lead_warning(_job(120), chunk_s=10, checkpoint_s=5) is None
 
 
