@@ -83,7 +83,8 @@ def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_pa
     """``runtime.max_wall`` counts from the process's start: a run whose start-up (here made 6 s long, as a large
     program compiling or a large checkpoint read makes it) takes its whole max_wall stops after its first call of
     steps (one step, which measures the step: simulator/run/calls.py) with a checkpoint, exit 75, and its log says
-    what the start-up took; the clock began at the first step, so the run went on to its end (on a cluster, killed at the time limit without its last checkpoint)."""
+    what the start-up took; the clock began at the first step, so the run went on to its end (on a cluster, killed
+    at the time limit without its last checkpoint)."""
 
     delayed = ("import sys, time; import simulator.run.command as command; start = command.start; "
                "command.start = lambda cfg: (time.sleep(6), start(cfg))[1]; from simulator.entry import main; "
