@@ -181,8 +181,9 @@ class OutputConfig:
     """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
 
     dir: str | None = setting(None, "output directory; null = outputs/<name>")
-    chunk: int = setting(10, "steps per compiled chunk: a diagnostics row (timeseries.csv) and a progress line "
-                         "after each (formerly output.every)", min=1)
+    chunk: int = setting(10, "steps per chunk: a diagnostics row (timeseries.csv) and a progress line after each "
+                         "(formerly output.every); a chunk runs in one compiled call, or in several where one would "
+                         "take longer than runtime.chunk_wall", min=1)
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
