@@ -66,7 +66,7 @@ def test_a_sigterm_in_a_chunk_of_minutes_stops_within_the_bound_with_a_checkpoin
     text, _ = proc.communicate(timeout=120)
     took = time.monotonic() - sent
     assert proc.returncode == 75, text[-3000:]
-    assert took < 1 + 15, (took, text[-2000:])  # one call, a checkpoint of 16^3 and the exit (a loaded machine)
+    assert took < 1 + 20, (took, text[-2000:])  # one call, a checkpoint of 16^3 and the exit (a loaded machine)
     step = json.loads((out / "status.json").read_text())["step"]
     assert 0 < step < 100000 and json.loads((out / "status.json").read_text())["state"] == "interrupted"
     assert (out / "checkpoints" / f"c{step:08d}.json").exists()
@@ -80,7 +80,7 @@ def test_calls_of_a_chunk_end_bitwise_where_one_call_ends_and_a_stop_between_the
     """The same run three ways, float32: every chunk in one call (runtime.chunk_wall null), in calls of a few steps
     (0.02 s), and in such calls stopped by SIGTERM and resumed: one final state, bit for bit, and one time series, row
     for row (steps at the chunk's cadence), though the calls were sized from the clock."""
-    run = [*SMALL, "--set", "output.chunk=50", "--set", "time.dt=0.01", "--set", "time.t_end=4"]
+    run = [*SMALL, "--set", "output.chunk=50", "--set", "time.dt=0.01", "--set", "time.t_end=8"]
     straight, split, stopped = (tmp_path / name for name in ("straight", "split", "stopped"))
     whole = subprocess.run([SIMULATOR, "run", TG, *run, "--set", "runtime.chunk_wall=null", "--out", str(straight)],
                            capture_output=True, text=True, timeout=300)
@@ -92,7 +92,7 @@ def test_calls_of_a_chunk_end_bitwise_where_one_call_ends_and_a_stop_between_the
     assert most < 50  # the chunks were split
     proc = start(stopped, *run, "--set", "runtime.chunk_wall=0.02")
     wait_for(stopped, calls.STEP, proc)
-    time.sleep(0.5)
+    time.sleep(0.2)  # 800 steps take a second or more
     proc.send_signal(signal.SIGTERM)
     text, _ = proc.communicate(timeout=120)
     assert proc.returncode == 75, text[-3000:]
@@ -100,11 +100,11 @@ def test_calls_of_a_chunk_end_bitwise_where_one_call_ends_and_a_stop_between_the
                              text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     (step, want), *others = (final_state(out) for out in (straight, split, stopped))
-    assert step == 400
+    assert step == 800
     for got_step, got in others:
         assert got_step == step and all(np.array_equal(got[k], want[k]) for k in want), got_step
     assert rows(split) == rows(straight) == rows(stopped)
-    assert [int(r["step"]) for r in rows(straight)] == list(range(0, 401, 50))
+    assert [int(r["step"]) for r in rows(straight)] == list(range(0, 801, 50))
 
 
 def test_a_signal_in_the_last_chunk_is_said_and_the_run_finishes(tmp_path):

@@ -256,7 +256,7 @@ def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tm
                        timeout=300)
     assert r.returncode == 75, r.stderr[-3000:]
     assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000001" in r.stderr
-    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 5" in line
+    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 2" in line
                   ) == [["[rank", "0]"]], r.stderr[-3000:]
 
 

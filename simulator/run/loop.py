@@ -27,7 +27,7 @@ from simulator.log import ONCE, get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
-from simulator.run.calls import PROGRESS_EVERY, Calls, device_time, logged_step
+from simulator.run.calls import PROGRESS_EVERY, Calls, device_time
 from simulator.run.failures import NonFiniteError, barrier_interrupted
 from simulator.run.programs import Ahead, counts, report, run_programs
 from simulator.run.segment import Segment
@@ -99,7 +99,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     bound, lowered = joblimits.call_bound(job, cfg.runtime.chunk_wall)
     if lowered:
         get_logger().info("%s", lowered)
-    calls = Calls(bound, previous_step(seg) if bound is not None else None)
+    calls = Calls(bound)
     line_at = time.monotonic()  # of the last progress line (the steps' start until the first)
     while not stepper.finished(t):
         chunk_start = time.monotonic()
@@ -153,8 +153,10 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         stopping = end.requested and not finished
         m = Moment(step, t, dt, t_prev, state, compute, final=finished, stopping=stopping,
                    wall_due=end.due(seg.writers) | ({"checkpoints"} if filling else set()))
-        dumps_start = time.monotonic()
+        dumps_start, saved = time.monotonic(), seg.saver.last
         seg.record(m, **shown)  # and its progress line
+        if seg.saver.last != saved:
+            calls.checkpointed()
         line_at = time.monotonic()
         dumps_s = max(line_at - dumps_start, dumps_s)
         last_chunk_s, chunks = time.monotonic() - chunk_start, chunks + 1
@@ -172,18 +174,6 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
                             "final checkpoint", end.reason, t, extra=ONCE)
     seg.finish(chunk_programs(sim.traces))
     return 0
-
-
-def previous_step(seg: Segment) -> float | None:
-    """The seconds a step took in the segment before this one in the same directory (its ``run.log``:
-    :func:`~simulator.run.calls.logged_step`), so that a resumed run does not split a short chunk to measure its step
-    (None: a new run, or a log that says none; the first call is then one step)."""
-    if seg.ckpt is None or not (seg.out / "run.log").is_file():
-        return None
-    try:
-        return logged_step((seg.out / "run.log").read_text(errors="replace"))
-    except OSError:
-        return None
 
 
 def _near(limit: float | None, wall_start: float, needed: float) -> bool:
