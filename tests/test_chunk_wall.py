@@ -135,3 +135,16 @@ def test_a_long_chunk_logs_progress_between_its_calls(tmp_path, capfd, monkeypat
     inside = re.findall(r"step (\d+) t=\S+ dt=0.01 \((\d+) of the chunk's 300 steps\) (.*)", err)
     assert len(inside) >= 2 and all(int(s) == int(d) for s, d, _ in inside), err[-3000:]
     assert any("steps/s=" in rest for _, _, rest in inside), inside
+
+
+def test_a_call_starts_from_the_time_the_device_s_running_sum_reached():
+    """A call inside a chunk starts from the time the chunk program's own float32 sum holds after the calls before
+    it (what one call would have carried on), not from the host's float64 clock, which differs in its last bits."""
+    import jax
+    import jax.numpy as jnp
+
+    clock = jax.jit(lambda t, n, dt: jax.lax.fori_loop(0, n, lambda _, s: s + dt, t))  # the chunk's clock alone
+    for t, n, dt in ((0.0, 1000, 0.01), (123.456, 777, 0.003), (7.0, 1, 0.1)):
+        carried = float(clock(jnp.float32(t), n, jnp.float32(dt)))
+        assert calls.device_time(t, n, dt, np.float32) == carried, (t, n, dt)
+    assert calls.device_time(0.0, 1000, 0.01, np.float32) != float(np.float32(0.0 + 1000 * 0.01))
