@@ -13,12 +13,18 @@ With a fixed dt the calls of a chunk end bit for bit where one call would: the c
 running sum in the run's dtype, and each call starts from the sum the device reached (:func:`device_time`), not from
 the host's float64 time. A split-step scheme's chunk (``kdk``, which merges the half-kicks between its steps) and an
 adaptive chunk (whose steps spread the time left to the target) agree with one call to round-off only. So that a run
-restarted from a checkpoint still ends bit for bit where the straight run ends, the chunk after every checkpoint
-starts with a call of one step, as a segment's first chunk does (a restart's first call is then the straight run's);
-beyond those, a chunk is split only where the bound asks for it, by the clock.
+restarted from a checkpoint still ends bit for bit where the straight run ends, its calls are the straight run's where
+the chunks are shorter than the bound: a new run's first chunk and the chunk after every checkpoint of the schedule
+start with a call of one step, and so does a restart from such a checkpoint; a restart from another (the last one
+of a run extended since, one written by wall time) sizes its first call from the step its run's log measured
+(:func:`logged_step`), so a short chunk stays one call. Beyond those, a chunk is split only where the bound asks for
+it, by the clock.
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 import numpy as np
 
@@ -32,11 +38,11 @@ class Calls:
     """The sizes of the compiled calls of a segment's chunks: at most ``bound`` seconds each (None: a chunk in one
     call), from the seconds per step of the last call."""
 
-    def __init__(self, bound: float | None):
+    def __init__(self, bound: float | None, fresh: bool = True, per_step: float | None = None):
         self.bound = bound
-        self.per_step: float | None = None
-        #: the next call starts a segment's first chunk or the chunk after a checkpoint: one step
-        self.fresh = True
+        self.per_step = per_step
+        #: the next call starts a new run's first chunk or the chunk after a checkpoint of the schedule: one step
+        self.fresh = fresh
         #: the longest call's seconds so far (what a Slurm job's --signal lead must cover), and the calls made
         self.longest, self.made = 0.0, 0
 
@@ -80,3 +86,14 @@ def device_time(t: float, steps: int, dt: float, dtype: np.dtype) -> float:
     terms = np.full(steps + 1, dt, dtype=dtype)
     terms[0] = np.asarray(t, dtype)
     return float(np.add.accumulate(terms)[-1])
+
+
+def logged_step(log: str) -> float | None:
+    """The seconds a step took by the last segment's first call in a run whose ``run.log`` text is ``log``
+    (:meth:`Calls.describe`), None where it says none."""
+    found = re.findall(re.escape(STEP) + r"([0-9.eE+-]+) s", log)
+    try:
+        value = float(found[-1]) if found else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None

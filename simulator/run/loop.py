@@ -27,7 +27,7 @@ from simulator.log import ONCE, get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
-from simulator.run.calls import PROGRESS_EVERY, Calls, device_time
+from simulator.run.calls import PROGRESS_EVERY, Calls, device_time, logged_step
 from simulator.run.failures import NonFiniteError, barrier_interrupted
 from simulator.run.programs import Ahead, counts, report, run_programs
 from simulator.run.segment import Segment
@@ -99,7 +99,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     bound, lowered = joblimits.call_bound(job, cfg.runtime.chunk_wall)
     if lowered:
         get_logger().info("%s", lowered)
-    calls = Calls(bound)
+    calls = Calls(bound, *first_call(seg)) if bound is not None else Calls(None)
     line_at = time.monotonic()  # of the last progress line (the steps' start until the first)
     while not stepper.finished(t):
         chunk_start = time.monotonic()
@@ -174,6 +174,22 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
                             "final checkpoint", end.reason, t, extra=ONCE)
     seg.finish(chunk_programs(sim.traces))
     return 0
+
+
+def first_call(seg: Segment) -> tuple[bool, float | None]:
+    """Whether this segment's first chunk starts with a call of one step (a new run's, or a restart from a checkpoint
+    of the schedule, after which the straight run's chunk started so: :mod:`simulator.run.calls`), and the seconds a
+    step took by the log of the run that wrote its checkpoint (None: unknown, the first call measures it)."""
+    ckpt = seg.ckpt
+    if ckpt is None:
+        return True, None
+    every, dt = seg.cfg.checkpoint.every, seg.cfg.checkpoint.dt
+    on_dt = bool(dt) and abs(ckpt.time / dt - round(ckpt.time / dt)) < 1e-9  # checkpoints by dt land on its multiples
+    scheduled = bool(every and ckpt.step % every == 0) or on_dt
+    try:
+        return scheduled, logged_step((ckpt.index.parent.parent / "run.log").read_text(errors="replace"))
+    except OSError:
+        return scheduled, None
 
 
 def _near(limit: float | None, wall_start: float, needed: float) -> bool:
