@@ -239,7 +239,7 @@ def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tm
     """runtime.max_wall stops a run on 2 processes of 1 device after its first call of steps (one step, which
     measures the step; the processes agree on the stop between two calls of a chunk): its resume hint is the
     launch (it said `simulator run ...`, which resumed on 1 process), and followed as printed it resumes there
-    on both processes."""
+    on both processes, its first call sized from the step the log measured: the rest of the chunk, to step 5."""
     tg = str(ROOT / "configs" / "taylor_green.yaml")
     r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout",
                         "240", "run", tg, "--set", "grid.shape=16", "--set", "time.t_end=0.5", "--set",
@@ -256,7 +256,7 @@ def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tm
                        timeout=300)
     assert r.returncode == 75, r.stderr[-3000:]
     assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000001" in r.stderr
-    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 2" in line
+    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 5" in line
                   ) == [["[rank", "0]"]], r.stderr[-3000:]
 
 

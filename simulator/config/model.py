@@ -106,7 +106,7 @@ class RuntimeConfig:
     chunk_wall: float | None = setting(
         30.0, "wall-clock seconds one compiled call of steps may take: a chunk (output.chunk steps) that would take "
         "longer runs as several calls, sized from the step the segment measures on a first call of one step (the "
-        "chunk after each checkpoint starts with one too, as a restart from it does), and a "
+        "chunk after each checkpoint of the schedule starts with one too, as a restart from it does), and a "
         "stop signal, runtime.max_wall and a progress line (at least one a minute) are acted on between them, so a "
         "signalled run checkpoints within this many seconds and a checkpoint's time; the outputs keep their cadence "
         "(with a fixed dt the calls give the chunk's own bits; an adaptive or kdk chunk split agrees to round-off). "
