@@ -236,9 +236,10 @@ def test_a_launched_run_prints_whole_log_lines_and_no_gloo_lines(tmp_path):
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tmp_path):
-    """runtime.max_wall stops a run on 2 processes of 1 device after its first chunk: its resume hint is the
+    """runtime.max_wall stops a run on 2 processes of 1 device after its first call of steps (one step, which
+    measures the step; the processes agree on the stop between two calls of a chunk): its resume hint is the
     launch (it said `simulator run ...`, which resumed on 1 process), and followed as printed it resumes there
-    on both processes."""
+    on both processes, its first call sized from the step the log measured: the rest of the chunk, to step 5."""
     tg = str(ROOT / "configs" / "taylor_green.yaml")
     r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout",
                         "240", "run", tg, "--set", "grid.shape=16", "--set", "time.t_end=0.5", "--set",
@@ -250,12 +251,12 @@ def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tm
     stops = [line for line in r.stderr.splitlines() if "resume with:" in line]
     # said once, by the first process (a requeue reads as one line per job)
     assert len(stops) == 1 and "[rank 0]" in stops[0] and stops[0].endswith(
-        f"at step 5, t = 0.05 after writing a checkpoint; resume with: {hint}"), r.stderr[-3000:]
+        f"at step 1, t = 0.01 after writing a checkpoint; resume with: {hint}"), r.stderr[-3000:]
     r = subprocess.run([sys.executable, "-m", *hint.split()], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 75, r.stderr[-3000:]
-    assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
-    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 10" in line
+    assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000001" in r.stderr
+    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 5" in line
                   ) == [["[rank", "0]"]], r.stderr[-3000:]
 
 

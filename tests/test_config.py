@@ -236,7 +236,7 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     assert resolved["grid"]["shape"] == [16, 16, 16]
     assert resolved["fft"] == {"backend": "slab", "mesh": None, "layout": "auto", "in_turn": "auto"}
     assert set(resolved["runtime"]) == {"cpu_devices", "threads", "coordinator", "num_processes", "process_id",
-                                        "max_wall", "compilation_cache"}
+                                        "max_wall", "chunk_wall", "compilation_cache"}
     # only the keys of its own equation and initial condition
     assert set(resolved["physics"]) == {"name", "viscosity", "hyperviscosity", "hyperviscosity_order", "dealias",
                                         "forcing", "forcing_power", "forcing_band", "scalars"}

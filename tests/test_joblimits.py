@@ -37,8 +37,20 @@ def test_a_lead_near_the_time_limit_is_a_warning():
 
 def test_a_lead_shorter_than_a_chunk_and_a_checkpoint_is_a_warning():
     advice = joblimits.lead_warning(_job(120), chunk_s=100, checkpoint_s=40)
-    assert advice and "--signal=USR1@240" in advice and "one chunk takes 100 s" in advice
+    assert advice and "--signal=USR1@240" in advice and "one call of steps takes 100 s" in advice
     assert joblimits.lead_warning(_job(120), chunk_s=10, checkpoint_s=5) is None
+
+
+def test_a_call_of_steps_takes_at_most_a_third_of_the_lead():
+    """runtime.chunk_wall bounds a compiled call of steps; in a job given --signal the bound is at most a third of the
+    lead, so that the call the signal comes in and a checkpoint fit before the kill, said where it lowers the key."""
+    assert joblimits.call_bound(None, 30.0) == (30.0, None)
+    assert joblimits.call_bound(_job(300), 30.0) == (30.0, None)
+    bound, said = joblimits.call_bound(_job(60), 30.0)   # Slurm's default lead
+    assert bound == 20.0 and said.startswith("runtime.chunk_wall = 30 s lowered to 20 s, a third of the lead of "
+                                             "--signal=USR1@60"), said
+    bound, said = joblimits.call_bound(_job(300), None)  # every chunk in one call asked: still bounded in a job
+    assert bound == 100.0 and "runtime.chunk_wall = null lowered to 100 s" in said
 
 
 def test_outside_a_job_nothing_is_asked():

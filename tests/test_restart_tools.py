@@ -196,18 +196,19 @@ def test_the_resume_hint_of_a_run_into_its_output_dir_resumes_it_there(tmp_path,
 
 @pytest.mark.slow
 def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path, monkeypatch, capfd):
-    """runtime.max_wall: the run stops when the elapsed time plus two chunks and 5 s of margin would pass
-    the limit (with max_wall = 5 that is after the first chunk), writes a checkpoint, exits 75 saying how to
-    resume; --resume (here without the limit) finishes it, equal to an uninterrupted run."""
+    """runtime.max_wall: the run stops when the elapsed time plus two calls of steps, a checkpoint and 5 s of margin
+    would pass the limit (with max_wall = 5 that is after the first call, one step that measures the step, inside
+    the first chunk), writes a checkpoint, exits 75 saying how to resume; --resume (here without the limit) realigns
+    its chunks and finishes it, equal to an uninterrupted run bit for bit."""
     monkeypatch.chdir(tmp_path)
     ref = simulator(capfd, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "ref")
     assert ref.returncode == 0, ref.stderr
     stopped = simulator(capfd, TG, *SMALL, "--set", "time.t_end=0.3", "--set", "runtime.max_wall=5", "--out", "run")
     assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
-    assert "stopped by runtime.max_wall = 5 s at step 5" in stopped.stderr
+    assert "stopped by runtime.max_wall = 5 s at step 1" in stopped.stderr
     assert "--resume --out run" in stopped.stderr
     ckpt = checkpoints.find(tmp_path / "run")
-    assert ckpt is not None and ckpt.step == 5
+    assert ckpt is not None and ckpt.step == 1
     assert status(tmp_path / "run")["state"] == "interrupted"
     resumed = simulator(capfd, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "run", "--resume")
     assert resumed.returncode == 0, resumed.stderr

@@ -81,9 +81,10 @@ SMALL_SHEAR = ["--set", "grid.shape=[16,16]", "--set", "precision=float32", "--s
 
 def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_path):
     """``runtime.max_wall`` counts from the process's start: a run whose start-up (here made 6 s long, as a large
-    program compiling or a large checkpoint read makes it) takes its whole max_wall stops after its first chunk with
-    a checkpoint, exit 75, and its log says what the start-up took; the clock began at the first step, so the run
-    went on to its end (on a cluster, killed at the time limit without its last checkpoint)."""
+    program compiling or a large checkpoint read makes it) takes its whole max_wall stops after its first call of
+    steps (one step, which measures the step: simulator/run/calls.py) with a checkpoint, exit 75, and its log says
+    what the start-up took; the clock began at the first step, so the run went on to its end (on a cluster, killed
+    at the time limit without its last checkpoint)."""
 
     delayed = ("import sys, time; import simulator.run.command as command; start = command.start; "
                "command.start = lambda cfg: (time.sleep(6), start(cfg))[1]; from simulator.entry import main; "
@@ -94,10 +95,11 @@ def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_pa
     log = (tmp_path / "x" / "run.log").read_text()
     origin = "runtime.max_wall = 6 s counts from the start: the start-up took"
     said = [line for line in log.splitlines() if origin in line]
-    assert len(said) == 1 and "past the limit: the run stops after its first chunk, with a checkpoint" in said[0], log
+    stops = "past the limit: the run stops after its first call of steps, with a checkpoint"
+    assert len(said) == 1 and stops in said[0], log
     assert float(said[0].split("the start-up took ")[1].split(" s")[0]) >= 6.0  # the sleep is in it
-    assert "stopped by runtime.max_wall = 6 s at step 2, t = 0.02 after writing a checkpoint" in log, log
-    assert (tmp_path / "x" / "checkpoints" / "c00000002.json").exists()
+    assert "stopped by runtime.max_wall = 6 s at step 1, t = 0.01 after writing a checkpoint" in log, log
+    assert (tmp_path / "x" / "checkpoints" / "c00000001.json").exists()
 
 
 def _cpu_only_jaxlib() -> bool:

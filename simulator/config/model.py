@@ -110,8 +110,18 @@ class RuntimeConfig:
     max_wall: float | None = setting(
         None, "wall-clock seconds this process may run, counted from the start of the simulator command (its "
         "start-up of imports, JAX's start, compiling and a checkpoint's read included; the run log says what it "
-        "took): it checkpoints and exits 75 before that, after its first chunk at the earliest (for clusters that "
-        "send no signal before the time limit); null = no limit", gt=0.0)
+        "took): it checkpoints and exits 75 before that, after its first call of steps at the earliest (for clusters "
+        "that send no signal before the time limit); null = no limit", gt=0.0)
+    chunk_wall: float | None = setting(
+        30.0, "wall-clock seconds one compiled call of steps may take: a chunk (output.chunk steps) that would take "
+        "longer runs as several calls, sized from the step the segment measures on a first call of one step (the "
+        "chunk after each checkpoint of the schedule starts with one too, as a restart from it does), and a "
+        "stop signal, runtime.max_wall and a progress line (at least one a minute) are acted on between them, so a "
+        "signalled run checkpoints within this many seconds and a checkpoint's time; the outputs keep their cadence "
+        "(with a fixed dt the calls give the chunk's own bits; an adaptive or kdk chunk split agrees to round-off). "
+        "Under a Slurm job given --signal it is at most a third of the signal's lead. A single run's: an ensemble's "
+        "batch runs each chunk in one call. null = every chunk in one call (a signal waits for the chunk's end)",
+        gt=0.0)
     compilation_cache: str | bool = setting(
         "auto", "where compiled programs are kept for later launches to load instead of compiling: a directory, "
         "off (false), or auto (true) = $SIMULATOR_COMPILATION_CACHE, else ~/.cache/simulator/xla (under "
@@ -181,8 +191,9 @@ class OutputConfig:
     """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
 
     dir: str | None = setting(None, "output directory; null = outputs/<name>")
-    chunk: int = setting(10, "steps per compiled chunk: a diagnostics row (timeseries.csv) and a progress line "
-                         "after each (formerly output.every)", min=1)
+    chunk: int = setting(10, "steps per chunk: a diagnostics row (timeseries.csv) and a progress line after each "
+                         "(formerly output.every); a chunk runs in one compiled call, or in several where one would "
+                         "take longer than runtime.chunk_wall", min=1)
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")

@@ -140,6 +140,9 @@ class Moment:
     final: bool = False
     stopping: bool = False
     wall_due: frozenset[str] = frozenset()
+    #: a stop between two compiled calls of one chunk (:mod:`simulator.run.calls`): the checkpoint alone is written,
+    #: every other output keeps its cadence of chunk ends
+    within: bool = False
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def get(self, program: str) -> Any:
@@ -173,9 +176,11 @@ class Writer(abc.ABC):
         return bool(self.schedule.wall) and time.monotonic() - self._last_wall >= self.schedule.wall
 
     def due(self, moment: Moment) -> bool:
+        """Due at ``moment`` by its schedule; never between two calls of a chunk (``moment.within``: a stop there
+        writes the checkpoint alone, whose writer says so itself)."""
         s = self.schedule
-        return (s.due(moment.step, moment.t_prev, moment.time, self.name in moment.wall_due)
-                or (moment.final and s.at_end))
+        return not moment.within and (s.due(moment.step, moment.t_prev, moment.time, self.name in moment.wall_due)
+                                      or (moment.final and s.at_end))
 
     def at_start(self, t0: float = 0.0) -> bool:
         """Whether it writes the state a trajectory starts from at run time ``t0``: a new run's at 0, a branch's

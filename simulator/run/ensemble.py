@@ -218,7 +218,8 @@ class Batch:
         n = self.vector([p[0] for p in plan], np.int32)
         if not self.adaptive:
             dt = self.vector([p[1] for p in plan])
-            self.state = self.chunk(self.sim.equation, self.state, t, n, dt, self.params)
+            # waited for (JAX returns at once): the stop request read after it is one that came during its steps
+            self.state = jax.block_until_ready(self.chunk(self.sim.equation, self.state, t, n, dt, self.params))
             self.dts, self.cache = [p[1] for p in plan], {}
             return [(k, m.stepper.time_after(m.step + k, t0, k, h) if k else t0)
                     for m, t0, (k, h) in zip(self.members, self.times, plan, strict=True)]

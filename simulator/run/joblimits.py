@@ -103,12 +103,32 @@ def limit_warning(job: JobSignal) -> str | None:
     return None
 
 
+#: the share of a job's --signal lead one compiled call of steps may take (runtime.chunk_wall at most): the rest is
+#: for the checkpoint and the exit
+CALL_SHARE = 1 / 3
+
+
+def call_bound(job: JobSignal | None, chunk_wall: float | None) -> tuple[float | None, str | None]:
+    """The wall-clock seconds one compiled call of steps may take in this job (:mod:`simulator.run.calls`):
+    ``runtime.chunk_wall``, at most :data:`CALL_SHARE` of the job's --signal lead; and a line saying so where the lead
+    lowered it."""
+    if job is None:
+        return chunk_wall, None
+    share = max(job.lead * CALL_SHARE, 1.0)
+    if chunk_wall is not None and chunk_wall <= share:
+        return chunk_wall, None
+    said = f"runtime.chunk_wall = {chunk_wall:g} s" if chunk_wall is not None else "runtime.chunk_wall = null"
+    return share, (f"{said} lowered to {share:.0f} s, a third of the lead of --signal={job.signal}@{job.lead} "
+                   f"({job.source}): a signalled run stops within one call and writes its checkpoint before the kill")
+
+
 def lead_warning(job: JobSignal, chunk_s: float, checkpoint_s: float) -> str | None:
     """One line if the job's ``--signal=SIG@LEAD`` leaves this run too little time to stop: after the signal
-    it needs up to one chunk (``chunk_s``) and one checkpoint (``checkpoint_s``)."""
+    it needs up to one compiled call of steps (``chunk_s``: the longest so far, bounded by
+    :func:`call_bound` unless one step takes longer) and one checkpoint (``checkpoint_s``)."""
     need = chunk_s + checkpoint_s
     if job.lead < need:
-        return (f"--signal={job.signal}@{job.lead} ({job.source}) leaves {job.lead} s to stop, but one chunk takes "
-                f"{chunk_s:.0f} s and a checkpoint {checkpoint_s:.0f} s: the job may be killed before it checkpoints; "
-                f"use --signal={job.signal}@{int(need * 1.5) + 30} or a smaller output.chunk")
+        return (f"--signal={job.signal}@{job.lead} ({job.source}) leaves {job.lead} s to stop, but one call of steps "
+                f"takes {chunk_s:.0f} s and a checkpoint {checkpoint_s:.0f} s: the job may be killed before it "
+                f"checkpoints; use --signal={job.signal}@{int(need * 1.5) + 30}")
     return None

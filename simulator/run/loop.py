@@ -6,9 +6,11 @@ initial state (or the checkpoint a restart continues from) -> per chunk: advance
 requests and wall-clock triggers across processes, let the segment's writers act (time series and
 spectra, then a check of NaN/Inf and of the bounds the equation declares physical, then snapshots and
 checkpoints), report progress. With an adaptive dt each step's dt is chosen inside the chunk
-(:meth:`~simulator.run.simulation.Simulation.adaptive_chunk`).
-Python runs only between chunks. Everything the run directory gets is the
-:class:`~simulator.run.segment.Segment`'s; this module only advances the state (an ensemble's driver,
+(:meth:`~simulator.run.simulation.Simulation.adaptive_chunk`). Python runs only between compiled calls: a chunk
+runs as calls of at most ``runtime.chunk_wall`` seconds (:mod:`simulator.run.calls`), between which a stop request,
+``runtime.max_wall`` and a progress line are acted on (a stop there writes the checkpoint alone, the outputs keep
+the chunks' cadence). Everything the run directory gets is the :class:`~simulator.run.segment.Segment`'s; this
+module only advances the state (an ensemble's driver,
 :mod:`simulator.run.ensemble`, advances K segments' states as one batch).
 """
 
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 
 import jax
 
-from simulator.log import get_logger
+from simulator.log import ONCE, get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
+from simulator.run.calls import PROGRESS_EVERY, Calls, device_time, logged_step
 from simulator.run.failures import NonFiniteError, barrier_interrupted
 from simulator.run.programs import Ahead, counts, report, run_programs
 from simulator.run.segment import Segment
@@ -94,41 +97,119 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     job = joblimits.job_signal() if rank0 else None  # the Slurm job's --signal, to check its lead time
     if job is not None and (advice := joblimits.limit_warning(job)):
         get_logger().warning("%s", advice)
+    bound, lowered = joblimits.call_bound(job, cfg.runtime.chunk_wall)
+    if lowered:
+        get_logger().info("%s", lowered)
+    calls = Calls(bound, *first_call(seg)) if bound is not None else Calls(None)
+    line_at = time.monotonic()  # of the last progress line (the steps' start until the first)
     while not stepper.finished(t):
         chunk_start = time.monotonic()
         n, dt = stepper.next_chunk(t, step)
-        t_prev = t
-        if stepper.adaptive:  # each step's dt chosen on the device; dt: the one it allows next
-            out = sim.advance_adaptive(state, n, t, stepper.target(t), dt_max=stepper.dt_max, donate=True)
-            state, step = out.state, step + out.steps
-            t, dt = stepper.controlled(t, out.elapsed, out.landed, out.dt_next), stepper.dt
-            check_time_step(seg, step, t)
-        else:
-            state, step = sim.advance(state, n, dt, t, donate=True), step + n
-            t = stepper.time_after(step, t, n, dt)
+        t_prev, t_call, done = t, t, 0  # t_call: the time the chunk program's own sum holds (fixed dt)
+        size = -agree([-calls.size(n)])[0]  # every process calls with the same count: the smallest asked
+        while True:  # the chunk's compiled calls, each of at most `bound` seconds (simulator.run.calls)
+            call_start = time.monotonic()
+            if stepper.adaptive:  # each step's dt chosen on the device; dt: the one it allows next
+                out = sim.advance_adaptive(state, size, t, stepper.target(t), dt_max=stepper.dt_max, donate=True)
+                state, taken = out.state, out.steps
+                t, dt = stepper.controlled(t, out.elapsed, out.landed, out.dt_next), stepper.dt
+                ended = out.landed or done + taken >= n or stepper.finished(t)
+            else:
+                state, taken = sim.advance(state, size, dt, t_call, donate=True), size
+                t_call = device_time(t_call, size, dt, sim.dtype)
+                ended = done + taken >= n
+                t = stepper.time_after(step + done + taken, t_prev, done + taken, dt)  # the host's float64 clock
+            done += taken
+            # the call's end, not its dispatch's (JAX returns at once): a stop request is read after the steps ran,
+            # so that a signal that came during them is seen now (read at the dispatch, it waited a chunk more, and
+            # one in the last chunk was never seen), and the seconds measured are the steps'
+            jax.block_until_ready(state)
+            if bound is not None and calls.measured(taken, time.monotonic() - call_start):
+                seg.log.info("%s", calls.describe())
+            if stepper.adaptive:
+                check_time_step(seg, step + done, t)
+            if ended:
+                break
+            seg.progress.mark(step + done, t)  # the recent rate, from the calls inside a long chunk too
+            # between two calls of the chunk: a stop (its checkpoint here), the wall-clock limit, a progress line
+            ask = calls.size(n - done)
+            near = _near(cfg.runtime.max_wall, wall_start, calls.seconds(ask) + dumps_s)
+            flags = agree([stop.code(), int(near), -ask])
+            if flags[0] or flags[1]:
+                end = ChunkEnd(flags[0], True, frozenset(), cfg.runtime.max_wall)
+                return _stop_within(seg, sim, state, step + done, t, dt, compute, shown, full, end, stop)
+            size = -flags[2]
+            if time.monotonic() - line_at + calls.seconds(size) >= PROGRESS_EVERY:  # else none for a minute
+                seg.log.info("step %d t=%.4f dt=%.3g (%d of the chunk's %s%d steps) %s", step + done, t, dt, done,
+                             "at most " * stepper.adaptive, n, seg.progress.describe(shown["cells"]))
+                line_at = time.monotonic()
+        step += done
         if cfg.particles:
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
         check_lost(seg, sim, state, step, t)
         filling = check_room(seg, sim, state, step, full)
         finished = stepper.finished(t)
-        end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start, last_chunk_s)
+        end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start,
+                        last_chunk_s if bound is None else calls.longest + dumps_s)
         stopping = end.requested and not finished
         m = Moment(step, t, dt, t_prev, state, compute, final=finished, stopping=stopping,
                    wall_due=end.due(seg.writers) | ({"checkpoints"} if filling else set()))
-        dumps_start = time.monotonic()
-        seg.record(m, **shown)
-        dumps_s = max(dumps_s, time.monotonic() - dumps_start)
+        dumps_start, saved = time.monotonic(), seg.saver.last
+        seg.record(m, **shown)  # and its progress line
+        if seg.saver.last != saved:
+            calls.checkpointed()
+        line_at = time.monotonic()
+        dumps_s = max(line_at - dumps_start, dumps_s)
         last_chunk_s, chunks = time.monotonic() - chunk_start, chunks + 1
         if job is not None and chunks == 2:  # the first chunk compiled; the second is a steady one
-            advice = joblimits.lead_warning(job, chunk_s=last_chunk_s - dumps_s, checkpoint_s=dumps_s)
+            longest = last_chunk_s - dumps_s if bound is None else calls.longest
+            advice = joblimits.lead_warning(job, chunk_s=longest, checkpoint_s=dumps_s)
             if advice:
                 get_logger().warning("%s", advice)
         if stopping:
             seg.stop(end.reason, stop.count)
             barrier_interrupted()
             return EXIT_INTERRUPTED
+        if end.requested and end.signal:  # it came in the last chunk, which reached t_end: nothing left to stop
+            seg.log.warning("%s came during the last chunk, which reached t_end = %.6g: the run finished, with its "
+                            "final checkpoint", end.reason, t, extra=ONCE)
     seg.finish(chunk_programs(sim.traces))
     return 0
+
+
+def first_call(seg: Segment) -> tuple[bool, float | None]:
+    """Whether this segment's first chunk starts with a call of one step (a new run's, or a restart from a checkpoint
+    of the schedule, after which the straight run's chunk started so: :mod:`simulator.run.calls`), and the seconds a
+    step took by the log of the run that wrote its checkpoint (None: unknown, the first call measures it)."""
+    ckpt = seg.ckpt
+    if ckpt is None:
+        return True, None
+    every, dt = seg.cfg.checkpoint.every, seg.cfg.checkpoint.dt
+    on_dt = bool(dt) and abs(ckpt.time / dt - round(ckpt.time / dt)) < 1e-9  # checkpoints by dt land on its multiples
+    scheduled = bool(every and ckpt.step % every == 0) or on_dt
+    try:
+        return scheduled, logged_step((ckpt.index.parent.parent / "run.log").read_text(errors="replace"))
+    except OSError:
+        return scheduled, None
+
+
+def _near(limit: float | None, wall_start: float, needed: float) -> bool:
+    """Whether ``runtime.max_wall`` = ``limit`` would pass within ``needed`` seconds and 5 more."""
+    return bool(limit) and time.monotonic() - wall_start + needed + 5.0 > limit
+
+
+def _stop_within(seg: Segment, sim: Simulation, state: object, step: int, t: float, dt: float, compute, shown: dict,
+                 full: set[str], end: ChunkEnd, stop: StopRequest) -> int:
+    """A stop between two calls of a chunk: the state checked as at a chunk end, its checkpoint written (no other
+    output: they keep their cadence), exit 75."""
+    if seg.cfg.particles:
+        check_particles(seg, lost_species(sim.equation, state, seg.cfg)[0], step, t)
+    check_lost(seg, sim, state, step, t)
+    check_room(seg, sim, state, step, full)
+    seg.record(Moment(step, t, dt, t, state, compute, stopping=True, within=True), **shown)
+    seg.stop(end.reason, stop.count)
+    barrier_interrupted()
+    return EXIT_INTERRUPTED
 
 
 # ---- chunk-end checks, shared with the ensemble's driver (run.ensemble) ----------------------------------
@@ -144,7 +225,7 @@ def wall_clock(seg: Segment) -> float:
         left = limit - startup
         seg.log.info("runtime.max_wall = %g s counts from the start: the start-up took %.1f s, %s", limit,
                      startup, f"{left:.1f} s left for the steps" if left > 0 else
-                     "past the limit: the run stops after its first chunk, with a checkpoint")
+                     "past the limit: the run stops after its first call of steps, with a checkpoint")
     return seg.started
 
 

@@ -34,17 +34,23 @@ class Progress:
         self.start = self.clock()
 
     def update(self, step: int, t: float) -> None:
+        """A chunk ended at (``step``, ``t``)."""
         now = self.clock()
         if self.first_chunk_s is None:
             self.first_chunk_s = now - self.start
         self.marks.append((now, step, t))
+
+    def mark(self, step: int, t: float) -> None:
+        """A compiled call inside a chunk ended at (``step``, ``t``): a point of the recent rate, not a chunk's end."""
+        self.marks.append((self.clock(), step, t))
 
     @property
     def elapsed(self) -> float:
         return self.clock() - self.start
 
     def rate(self) -> float | None:
-        """Steps per second over the recent window (None until two chunk ends after the first)."""
+        """Steps per second over the recent window (None until two chunk ends, or ends of calls inside a chunk, after
+        the first chunk's start)."""
         if len(self.marks) < 2:
             return None
         (w0, s0, _), (w1, s1, _) = self.marks[0], self.marks[-1]
@@ -62,8 +68,10 @@ class Progress:
     def describe(self, cells: int) -> str:
         """``steps/s=.. cells/s=.. ETA ..`` for a progress line."""
         rate, eta = self.rate(), self.eta()
+        if rate is None and self.first_chunk_s is None:
+            return f"first chunk running for {self.elapsed:.1f} s; ETA after the next progress line"
         if rate is None:
-            return f"first chunk {self.first_chunk_s or 0.0:.1f} s; ETA after the next chunk"
+            return f"first chunk {self.first_chunk_s:.1f} s; ETA after the next chunk"
         return f"{RATE}{rate:.3g} cells/s={rate * cells:.3g} ETA {_duration(eta)}"
 
 

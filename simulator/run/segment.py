@@ -296,7 +296,7 @@ class Segment:
         if first:
             return
         diag = moment.get("diagnostics")
-        self.progress.update(self.step, self.t)
+        (self.progress.mark if moment.within else self.progress.update)(self.step, self.t)
         shown = " ".join(f"{k}={diag[k]:.6g}" for k in progress if k in diag)
         self.log.info("step %d t=%.4f dt=%.3g %s %s", self.step, self.t, moment.dt, shown,
                       self.progress.describe(cells))

@@ -1,4 +1,5 @@
-"""Stop requests: SIGTERM, SIGUSR1 and SIGINT become a request to stop at the next chunk end, and
+"""Stop requests: SIGTERM, SIGUSR1 and SIGINT become a request to stop at the end of the compiled call of steps
+running (a chunk's end, or a point between two calls of a chunk: :mod:`simulator.run.calls`), and
 decisions that processes must take together are agreed by one small all-gather.
 
 A signal can come at any instant of a batch job: Slurm's ``--signal`` or a preemption during the
@@ -62,7 +63,7 @@ def release_early() -> None:
 
 
 class StopRequest:
-    """Turns SIGTERM, SIGUSR1 and SIGINT into a request to stop at the next chunk boundary.
+    """Turns SIGTERM, SIGUSR1 and SIGINT into a request to stop at the end of the compiled call of steps running.
 
     A signal recorded by :func:`catch_early` before this request was entered counts as received; on
     leaving, the previous handlers (the early recorder, if any) are restored, so a signal after the run

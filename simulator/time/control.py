@@ -12,7 +12,8 @@
   chunks realign on multiples of ``output.chunk`` steps), else the next one goes on towards it;
 * output times (``stops``, from ``output.*.times``): a chunk ends exactly on each, shortened like the
   last one; the rest of that chunk follows as a chunk of its own, so chunks still end on multiples of
-  ``output.chunk`` steps (step-based schedules keep their rows).
+  ``output.chunk`` steps (step-based schedules keep their rows); so does a segment resumed from a
+  checkpoint written between two compiled calls of a chunk (:mod:`simulator.run.calls`).
 
 The host keeps the time in float64. With a fixed dt the time after ``s`` steps is
 ``t0 + (s - s0) * dt`` from the step and time where that dt took effect (the *epoch*: the start of
@@ -120,9 +121,10 @@ class Stepper:
         steps and the dt last allowed (the device chooses each step's and ends on :meth:`target`)."""
         target = self.target(t)
         remaining = target - t
-        # with output times, or an adaptive dt (a chunk that lands on its target is shorter), chunks
-        # realign on multiples of `every` steps after a shortened one
-        every = self.every - step % self.every if self.stops or self.adaptive else self.every
+        # chunks realign on multiples of `every` steps after a shortened one: one that landed on an output time or
+        # (adaptive dt) on its target, or a segment resumed from a checkpoint between two calls of a chunk
+        # (simulator.run.calls), whose outputs keep their cadence
+        every = self.every - step % self.every
         if self.adaptive:  # the device ends the chunk on the target if these steps reach it
             return every, self.dt
         if every * self.dt < remaining * (1 - TOL):
