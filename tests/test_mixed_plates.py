@@ -85,3 +85,57 @@ def test_a_modes_growth_changes_sign_at_the_eigen_solvers_onset(walls, temperatu
                 (plate, wall, values)
             theta = chebyshev.derivative(end.scalars[0], 1.0, 0 if temperature[plate] == FV else 1)
             assert np.abs(np.asarray(chebyshev.boundary_values(theta)[plate])).max() < 1e-11 * scale
+
+
+# ---- runs: convection2d_noslip with each plate's own conditions (grid.walls) --------------------------------------
+
+RUN_CASES = [((NS, FS), (FV, FV), None), ((NS, FS), (FF, FF), 1.5), ((NS, NS), (FV, FF), 2.5)]
+
+
+def _run(devices, walls, temperature, k, rayleigh, case=("single", 1, None), **overrides):
+    """A plane one wavelength 2 pi / k wide, 8 x 17 points, Pr = 1, the plates ``walls`` holding ``temperature``."""
+    from support import simulation
+
+    values = {"physics__name": "convection2d_noslip", "grid__shape": [8, 17], "grid__box": [2 * np.pi / k, 1.0],
+              "grid__walls__velocity": list(walls), "grid__walls__temperature": list(temperature),
+              "physics__rayleigh": rayleigh, "physics__prandtl": 1.0, **overrides}
+    return simulation(devices, case, **values)
+
+
+@pytest.mark.parametrize(("walls", "temperature", "k"), RUN_CASES,
+                         ids=lambda v: "-".join(v) if isinstance(v, tuple) else ("k_c" if v is None else str(v)))
+def test_a_runs_mode_changes_growth_at_the_onset_of_its_plates(devices, walls, temperature, k):
+    """A run of ``convection2d_noslip`` whose plates are given each its own conditions (``grid.walls.velocity`` and
+    ``.temperature``; a free surface above a no-slip plate, fixed fluxes, a fixed flux above a fixed temperature)
+    from the eigen-solver's mode (``initial.name: mode``, its plates' own), at 1e-3 above and below the marginal
+    Rayleigh number of its wavenumber (k_c where the temperatures are fixed: 1100.65): its kinetic energy grows above
+    and decays below, at twice the eigen-solver's rate to 2e-3 relative (RK222, dt = 0.05 over t = 1)."""
+    from support import advance
+
+    if k is None:
+        _, k = eigen.rayleigh_benard_onset(walls, temperature=temperature)
+    marginal = eigen.rayleigh_number(k, walls, temperature=temperature)
+    for sign in (1.0, -1.0):
+        ra = marginal * (1 + sign * 1e-3)
+        sim = _run(devices, walls, temperature, k, ra, initial__name="mode", initial__amplitude=1e-8)
+        start = sim.initial_state()
+        end = advance(sim, start, 0.05, 20)
+        before, after = (float(sim.diagnostics(s, 0.05)["kinetic_energy"]) for s in (start, end))
+        rate = np.log(after / before) / (2 * 0.05 * 20)
+        sigma = eigen.rayleigh_benard_growth(ra, 1.0, k, walls, temperature=temperature)[0]
+        assert np.sign(rate) == np.sign(sigma) == sign
+        assert rate == pytest.approx(sigma, rel=2e-3)
+
+
+def test_a_distributed_run_below_a_free_surface_equals_the_single_device_one(devices):
+    """No-slip below, free-slip above, a fixed flux above a fixed temperature, from noise at Ra = 2e4: 10 steps on
+    a slab of 2 equal one device's to 1e-12 in float64."""
+    from support import advance
+
+    ends = []
+    for case in (("single", 1, None), ("slab", 2, None)):
+        sim = _run(devices, (NS, FS), (FV, FF), 3.0, 2e4, case, initial__name="conductive", initial__amplitude=1e-2)
+        end = advance(sim, sim.initial_state(), 0.02, 10)
+        ends.append({k: np.asarray(v) for k, v in sim.fields(end, "velocity", "theta").items()})
+    for name in ends[0]:
+        np.testing.assert_allclose(ends[1][name], ends[0][name], rtol=0, atol=1e-12 * np.abs(ends[0][name]).max())

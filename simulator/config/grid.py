@@ -56,12 +56,16 @@ class WallsConfig:
                                "(a plane's y is read as z, with a note); its length is the distance H between "
                                "the plates; null = every direction periodic")
     velocity: tuple[str, str] = setting(("free-slip", "free-slip"), "the velocity's condition at the bottom and top "
-                                        "plate: free-slip (stress-free, impermeable: the sine and cosine basis) or "
-                                        "no-slip (at rest: the Chebyshev basis), the same at both")
+                                        "plate: free-slip (stress-free, impermeable) or no-slip (at rest, or moving "
+                                        "along the plate). Between free-slip plates the sine and cosine basis; with a "
+                                        "no-slip plate the Chebyshev basis, on which each plate has its own condition "
+                                        "(a free surface above a no-slip plate: [no-slip, free-slip])")
     temperature: tuple[str, str] = setting(("fixed-value", "fixed-value"), "the temperature's (and each passive "
                                            "scalar's) condition at the bottom and top plate: fixed-value or "
-                                           "fixed-flux (no-slip plates only: between free-slip ones a fixed flux "
-                                           "would make the temperature a cosine series), the same at both")
+                                           "fixed-flux; one of each on the Chebyshev basis (a no-slip plate), the "
+                                           "same at both between free-slip plates (a fixed flux there only with "
+                                           "no-slip plates: between free-slip ones it would make the temperature a "
+                                           "cosine series)")
 
     @property
     def on(self) -> bool:
@@ -71,8 +75,8 @@ class WallsConfig:
     @property
     def basis(self) -> str:
         """The bounded direction's basis (a key of :data:`simulator.fft.bases.BOUNDED`): ``sincos`` between
-        free-slip plates, ``chebyshev`` between no-slip ones."""
-        return VELOCITY_WALLS.get(self.velocity[0], "sincos")
+        free-slip plates, ``chebyshev`` where a plate is no-slip (each plate its own conditions there)."""
+        return "chebyshev" if "no-slip" in self.velocity else "sincos"
 
     def parity(self) -> str:
         """The temperature's parity in the free-slip basis: ``odd`` (sine) or ``even`` (cosine)."""
@@ -217,22 +221,25 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"{' or '.join(info.wall_velocity)} plates "
                               f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
                               f"{' or '.join(takes)}", "is not available for this equation")
-    if len(set(walls.velocity)) > 1:
-        raise ConfigError("grid.walls.velocity", list(walls.velocity), "the same condition at both plates (one basis "
-                          "across them)", "mixes conditions")
+    if info.wall_velocity[0] == "no-slip" and "no-slip" not in walls.velocity:  # a Chebyshev equation
+        takes = sorted(name for name, other in equations.items() if other.walls != "none"
+                       and other.wall_velocity[0] == "free-slip" and other.dimensions == info.dimensions)
+        raise ConfigError("grid.walls.velocity", list(walls.velocity), f"a no-slip plate at least for physics.name = "
+                          f"{cfg.physics.name} (the Chebyshev basis); free-slip plates: physics.name "
+                          f"{' or '.join(takes)}", "has no no-slip plate")
     for i, condition in enumerate(walls.temperature):
         if condition not in SCALAR_WALLS:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), f"two of: {', '.join(SCALAR_WALLS)}"
                               " (bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
-    if len(set(walls.temperature)) > 1:
-        why = ("the free-slip basis holds a field as one sine or one cosine series" if walls.basis == "sincos" else
-               "a plate of each does not run yet (the no-slip solves hold one condition at both)")
+    if len(set(walls.temperature)) > 1 and walls.basis == "sincos":
         raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates, "
-                          f"[fixed-value, fixed-value] or [fixed-flux, fixed-flux]: {why}", "mixes conditions")
+                          "[fixed-value, fixed-value] or [fixed-flux, fixed-flux], between free-slip plates (the "
+                          "sine and cosine basis holds a field as one sine or one cosine series); a plate of each "
+                          "with a no-slip plate", "mixes conditions")
     fewest, across = MIN_ACROSS[walls.basis], cfg.grid.shape[-1]
     if across < fewest:
         raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the "
-                          f"{walls.velocity[0]} plates (the last entry): the fewest the "
+                          f"{'no-slip' if walls.basis == 'chebyshev' else 'free-slip'} plates (the last entry): the fewest the "
                           f"{'Chebyshev' if walls.basis == 'chebyshev' else 'sine and cosine'} basis runs with",
                           "has too few points across the plates")
 
@@ -251,7 +258,7 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
         grid["walls"] = {"axis": PLATES_AXIS}
     walls = grid.get("walls")
-    if info.walls == "required" and "free-slip" not in info.wall_velocity and isinstance(walls, Mapping):
+    if info.walls == "required" and info.wall_velocity[0] != "free-slip" and isinstance(walls, Mapping):
         # plates the equation alone takes, where the config names none (a plate's condition given, its axis not)
         grid["walls"] = {"axis": PLATES_AXIS, "velocity": [info.wall_velocity[0]] * 2,
                          **walls}

@@ -2,7 +2,8 @@
 
 * ``output.every`` is ``output.chunk``: it always was the length of the compiled chunk of steps;
 * ``output.snapshot_every``/``output.snapshot_dt`` are ``output.snapshots.every``/``.dt``;
-* ``output.spectra: true|false`` is a section (``{}`` or ``{every: 0, at_end: false}``).
+* ``output.spectra: true|false`` is a section (``{}`` or ``{every: 0, at_end: false}``);
+* ``physics.temperature_plates: fixed-value`` (one condition, a stored run's) is that condition at both plates.
 
 :func:`upgrade` rewrites a raw config (a user's file or a stored run's ``config.yaml``: old run
 directories restart unchanged), :func:`upgrade_keys` dotted overrides; :func:`deprecated_keys` names
@@ -22,6 +23,10 @@ _LEGACY_OUTPUT = {"snapshot_every": ("snapshots", "every"), "snapshot_dt": ("sna
 def upgrade(raw: Mapping[str, Any]) -> dict:
     """Rewrite keys of the first config format into today's (see the module docstring)."""
     raw = dict(raw)
+    physics = raw.get("physics")
+    if isinstance(physics, Mapping) and isinstance(physics.get("temperature_plates"), str):
+        # a run of 0.4 stored one condition for both plates: today each plate has its own
+        raw["physics"] = {**physics, "temperature_plates": [physics["temperature_plates"]] * 2}
     output = raw.get("output")
     if isinstance(output, Mapping):
         output = dict(output)

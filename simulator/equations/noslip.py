@@ -100,8 +100,10 @@ class NoSlipConvection(ImexEquation):
 
     @property
     def fixed_flux(self) -> bool:
-        """Whether the plates hold the temperature's flux (``grid.walls.temperature``), not its value."""
-        return self.physics.temperature_plates == "fixed-flux"
+        """Whether a plate holds the temperature's flux (``grid.walls.temperature``), not its value: the heat flux
+        through the layer is then imposed, and the Nusselt number is that flux over the conductive flux of the mean
+        temperature drop."""
+        return "fixed-flux" in self.physics.temperature_plates
 
     def core(self, params: Params) -> flow.NoSlipFlow:
         """The flow core of this grid's modes: (k_x, k_y) of each, the plates' velocities along x, theta = 0 or
@@ -109,9 +111,9 @@ class NoSlipConvection(ImexEquation):
         nu, kappa = free_fall(params)
         bottom, top = self.physics.plate_velocity
         conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._cells)
-        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=(self.physics.temperature_plates,
-                                                                            *conditions),
-                             values=((0.0, 0.0), *values))
+        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)),
+                             scalars=(tuple(self.physics.temperature_plates), *conditions),
+                             values=((0.0, 0.0), *values), walls=tuple(self.physics.velocity_plates))
         # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
                                (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane,
@@ -353,10 +355,12 @@ def conductive(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Pa
     return {"velocity": jnp.stack([couette, zero, zero]), "theta": theta}
 
 
-def _mode_profiles(ra: np.ndarray, pr: np.ndarray, a: float, heights: np.ndarray) -> np.ndarray:
-    """W, dW/dz and Theta of the eigen-solver's fastest mode at (Ra, Pr, a) on ``heights`` (on [-1, 1]), scaled to
-    max |Theta| = 1: ``(3, Nz)``, by its Chebyshev interpolant."""
-    _, z, w, b = eigen.rayleigh_benard_growth(float(ra), float(pr), a)
+def _mode_profiles(ra: np.ndarray, pr: np.ndarray, a: float, heights: np.ndarray, walls: tuple[str, str],
+                   temperature: tuple[str, str]) -> np.ndarray:
+    """W, dW/dz and Theta of the eigen-solver's fastest mode at (Ra, Pr, a) between the plates ``walls`` of the
+    conditions ``temperature`` on ``heights`` (on [-1, 1]), scaled to max |Theta| = 1: ``(3, Nz)``, by its Chebyshev
+    interpolant."""
+    _, z, w, b = eigen.rayleigh_benard_growth(float(ra), float(pr), a, walls, temperature=temperature)
     series = [np.polynomial.chebyshev.Chebyshev.fit(2 * z - 1, v, len(z) - 1) for v in (w, b)]
     peak = np.abs(b).max()
     return np.stack([series[0](heights), 2 * series[0].deriv()(heights), series[1](heights)]) / peak
@@ -375,7 +379,8 @@ def mode(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) 
     a = float(np.hypot(a_x, a_y))
     heights = 2 * np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) / eq.box[2] - 1
     shape = jax.ShapeDtypeStruct((3, eq.fft.shape[2]), eq.dtype)
-    w_z, slope, b_z = jax.pure_callback(lambda ra, pr: _mode_profiles(ra, pr, a, heights).astype(shape.dtype),
+    plates = tuple(eq.physics.velocity_plates), tuple(eq.physics.temperature_plates)
+    w_z, slope, b_z = jax.pure_callback(lambda ra, pr: _mode_profiles(ra, pr, a, heights, *plates).astype(shape.dtype),
                                         shape, params["rayleigh"], params["prandtl"])
     phase = a_x * x + a_y * y
     cos, sin = jnp.cos(phase), jnp.sin(phase)

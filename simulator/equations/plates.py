@@ -140,9 +140,12 @@ class NoSlipFreeFallParams(FreeFallParams):
     plate_velocity: tuple[float, float] = setting((0.0, 0.0), "velocity along x of the bottom and the top plate in "
                                                   "free-fall units: [0, 0] plates at rest; moving plates drive a "
                                                   "Couette flow U0 + (U1 - U0) z / H between them")
-    temperature_plates: str = setting("fixed-value", "the temperature's condition at both plates: "
-                                      "grid.walls.temperature's, copied from it (give it there)",
-                                      choices=tuple(wall_scalars.KEYS))
+    temperature_plates: tuple[str, str] = setting(("fixed-value", "fixed-value"), "the temperature's condition at "
+                                                  "the bottom and the top plate: grid.walls.temperature's, copied "
+                                                  "from it (give it there)")
+    velocity_plates: tuple[str, str] = setting(("no-slip", "no-slip"), "the velocity's condition at the bottom and "
+                                               "the top plate: grid.walls.velocity's, copied from it (give it "
+                                               "there)")
     scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
     FIXED_FLUX: ClassVar[bool] = True
 
@@ -159,18 +162,31 @@ class NoSlipFreeFallParams(FreeFallParams):
         """The temperature's condition is the grid's, the scalars' plate keys their condition's, then the free-fall
         checks."""
         walls = cfg.grid.walls
-        if walls.on and self.temperature_plates not in ("fixed-value", walls.temperature[0]):
-            raise ConfigError("physics.temperature_plates", self.temperature_plates, "leave it out: "
-                              f"grid.walls.temperature = {list(walls.temperature)} sets it",
-                              "contradicts grid.walls.temperature")
+        for key, given, grid in (("temperature", self.temperature_plates, walls.temperature),
+                                 ("velocity", self.velocity_plates, walls.velocity)):
+            default = type(self).__dataclass_fields__[f"{key}_plates"].default
+            if walls.on and tuple(given) not in (default, tuple(grid)):
+                raise ConfigError(f"physics.{key}_plates", list(given), f"leave it out: grid.walls.{key} = "
+                                  f"{list(grid)} sets it", f"contradicts grid.walls.{key}")
+        if walls.on and self.scalars and len(set(walls.temperature)) > 1:
+            raise ConfigError("physics.scalars", [s.name for s in self.scalars], "none with grid.walls.temperature = "
+                              f"{list(walls.temperature)}: a scalar takes the temperature's condition, the same at "
+                              "both plates", "cannot follow mixed plates yet")
+        for plate, (condition, speed) in enumerate(zip(walls.velocity, self.plate_velocity, strict=True)):
+            if walls.on and condition == "free-slip" and speed != 0:
+                raise ConfigError("physics.plate_velocity", list(self.plate_velocity), f"0 at the "
+                                  f"{('bottom', 'top')[plate]} plate, which is free-slip (grid.walls.velocity = "
+                                  f"{list(walls.velocity)}): only a no-slip plate drags the fluid",
+                                  "moves a free-slip plate")
         if walls.on:
             wall_scalars.check(self.scalars, cfg)
         super().check(cfg)
 
     def resolve(self, cfg: Any) -> Any:
         """The temperature's condition from ``grid.walls.temperature``, and each scalar's plate key filled in."""
-        physics = dataclasses.replace(self, temperature_plates=cfg.grid.walls.temperature[0],
-                                      scalars=wall_scalars.resolve(self.scalars, cfg))
+        walls = cfg.grid.walls
+        physics = dataclasses.replace(self, temperature_plates=tuple(walls.temperature),
+                                      velocity_plates=tuple(walls.velocity), scalars=wall_scalars.resolve(self.scalars, cfg))
         return dataclasses.replace(cfg, physics=physics)
 
 
@@ -186,15 +202,15 @@ class ConductiveWithScalars(Conductive):
 
 
 def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
-    """Refuse the linear mode (``initial.name``: ``name``) between moving plates or plates of fixed flux: it is the
-    eigenvector of the conductive state between plates at rest, of fixed temperature."""
+    """Refuse the linear mode (``initial.name``: ``name``) between moving plates: it is the eigenvector of the
+    conductive state between plates at rest (each plate no-slip or free-slip, of fixed temperature or flux)."""
     if any(cfg.physics.plate_velocity):
         raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
                           f"between plates at rest (physics.plate_velocity = {list(cfg.physics.plate_velocity)})",
                           "is not available with moving plates")
-    if cfg.grid.walls.temperature[0] != "fixed-value":
+    if "fixed-flux" in cfg.grid.walls.temperature and cfg.grid.walls.basis == "sincos":
         raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
-                          "between plates of fixed temperature (grid.walls.temperature = "
+                          "between free-slip plates of fixed temperature (grid.walls.temperature = "
                           f"{list(cfg.grid.walls.temperature)})", "is not available with fixed-flux plates")
 
 
