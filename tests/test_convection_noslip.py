@@ -234,7 +234,7 @@ BAD = [
     # mixed plates ran as fixed flux at both, silently; they run now (tests/test_mixed_plates.py), but a scalar takes
     # one condition at both plates
     ({"grid.walls.temperature": "[fixed-flux,fixed-value]", "physics.scalars": "[{diffusivity: 0.01}]"},
-     r"^error: physics\.scalars = .* cannot follow mixed plates yet"),
+     r"^error: physics\.scalars = 1 cannot follow mixed plates yet"),
     # a free-slip plate has no velocity of its own to drag the fluid with
     ({"grid.walls.velocity": "[no-slip,free-slip]", "physics.plate_velocity": "[0,1]"},
      r"^error: physics\.plate_velocity = \[0\.0, 1\.0\] moves a free-slip plate; 0 at the top plate"),

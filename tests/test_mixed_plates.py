@@ -134,7 +134,8 @@ def test_a_distributed_run_below_a_free_surface_equals_the_single_device_one(dev
 
     ends = []
     for case in (("single", 1, None), ("slab", 2, None)):
-        sim = _run(devices, (NS, FS), (FV, FF), 3.0, 2e4, case, initial__name="conductive", initial__amplitude=1e-2)
+        sim = _run(devices, (NS, FS), (FV, FF), 3.0, 2e4, case, grid__shape=[8, 16], initial__name="conductive",
+                   initial__amplitude=1e-2)
         end = advance(sim, sim.initial_state(), 0.02, 10)
         ends.append({k: np.asarray(v) for k, v in sim.fields(end, "velocity", "theta").items()})
     for name in ends[0]:

@@ -153,13 +153,13 @@ def test_a_planes_plates_across_y_are_read_as_z_with_a_note(tmp_path):
                           "a box's (write z)"] if noted else []), r.stderr
 
 
-def test_the_walls_pages_reading_lines_as_written(runs, capsys):
-    """docs/explanation/walls.md's h5py lines, on this module's convection run (16 x 9) for the tutorial's (64 x 32):
-    what they print is what the page's comments say, the grid's sizes apart."""
+def test_the_files_pages_walled_reading_lines_as_written(runs, capsys):
+    """docs/reference/files.md's walled h5py lines, on this module's convection run (16 x 9) for the tutorial's
+    (64 x 32): what they print is what the page's comments say, the grid's sizes apart."""
     from docs_pages import code
 
-    block = code("explanation/walls.md", "python").replace("outputs/tutorial_convection", str(runs["convection"]))
-    exec(compile(block, "walls.md", "exec"), {})
+    block = code("reference/files.md", "python", 1).replace("outputs/tutorial_convection", str(runs["convection"]))
+    exec(compile(block, "files.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == '["x", "z", "y"] [4. 1. 4.]'
     assert lines[1] == "(1, 9, 16) /z H"

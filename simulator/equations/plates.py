@@ -169,7 +169,7 @@ class NoSlipFreeFallParams(FreeFallParams):
                 raise ConfigError(f"physics.{key}_plates", list(given), f"leave it out: grid.walls.{key} = "
                                   f"{list(grid)} sets it", f"contradicts grid.walls.{key}")
         if walls.on and self.scalars and len(set(walls.temperature)) > 1:
-            raise ConfigError("physics.scalars", [s.name for s in self.scalars], "none with grid.walls.temperature = "
+            raise ConfigError("physics.scalars", len(self.scalars), "none with grid.walls.temperature = "
                               f"{list(walls.temperature)}: a scalar takes the temperature's condition, the same at "
                               "both plates", "cannot follow mixed plates yet")
         for plate, (condition, speed) in enumerate(zip(walls.velocity, self.plate_velocity, strict=True)):
