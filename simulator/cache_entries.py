@@ -21,6 +21,11 @@ MAGIC = b"simulator-xla-2\n"
 SUFFIX = ".xla"
 #: a temporary file this old was left by a process that died while writing: removed when the cache is pruned
 STALE_TMP_S = 3600.0
+#: a process lists the directory again after this many of its own writes at the latest (other processes' writes
+#: are seen then), and sooner where its own writes since the last listing may have passed the bound: a listing
+#: costs a stat of every entry, and one per write made a launch's compiles quadratic in the entries (a test
+#: suite's cache of thousands of small programs)
+RESCAN_PUTS = 64
 
 
 class _Warnings:
@@ -53,6 +58,10 @@ class ProgramCache:
         #: False for a read-only directory (one filled once and mounted read-only for a job array or a container):
         #: its entries are loaded, and nothing is written there, not even an entry's time of last use
         self.writable = writable
+        #: the bytes the directory held at this process's last listing (None: not listed yet), and the bytes and
+        #: entries this process wrote since (:meth:`put` prunes by them, :data:`RESCAN_PUTS`)
+        self._listed: int | None = None
+        self._written = self._puts = 0
 
     def _key(self, key: str) -> bytes:
         """What an entry is written for: JAX's ``key`` and this build's tag."""
@@ -112,7 +121,10 @@ class ProgramCache:
             warn.once("write", f"cannot write to {self.path} ({err.strerror}): this launch's further programs "
                                 "are compiled, not cached")
             return
-        self.prune()
+        self._written += len(value)
+        self._puts += 1
+        if self._listed is None or self._puts >= RESCAN_PUTS or self._listed + self._written > self.max_size:
+            self.prune()
 
     def prune(self) -> None:
         """Remove the least recently used entries until the cache holds at most its bound (and temporary files
@@ -135,6 +147,7 @@ class ProgramCache:
                 break
             _unlink(path)
             total -= size
+        self._listed, self._written, self._puts = total, 0, 0
 
     def clear(self) -> None:
         for path in self.path.glob(f"*{SUFFIX}"):
