@@ -168,14 +168,18 @@ def nonlinear_field(sim: Simulation, state: Any, params: dict | None = None) -> 
 def on_grid(config: str | Path, n: int) -> dict[str, Any]:
     """Overrides that put a shipped config on an n^3 grid: ``grid.shape``, and a mixed dark matter run's
     ``physics.cdm_particles`` (one per cell, as the lattice needs n^3 particles dividing the grid); a planar config
-    on an n^2 grid, its forcing at mode 2."""
+    on an n^2 grid, its forcing at mode 2 (a Tollmien-Schlichting start keeps its own count across the plates, which
+    it needs to be resolved)."""
     import yaml
 
     from simulator.equations import get
 
-    physics = yaml.safe_load(Path(config).read_text()).get("physics", {})
+    data = yaml.safe_load(Path(config).read_text())
+    physics = data.get("physics", {})
     if get(physics.get("name", "navier_stokes")).dimensions == 2:  # a plane: n^2, its forcing on the grid's modes
         forced = {"physics.forcing_wavenumber": 2} if physics.get("forcing_wavenumber") else {}
+        if (data.get("initial") or {}).get("name") == "tollmien_schlichting":  # refused unless resolved across
+            return {"grid.shape": [n, data["grid"]["shape"][-1]], **forced}
         return {"grid.shape": [n] * 2, **forced}
     return {"grid.shape": [n] * 3, **({"physics.cdm_particles": n**3} if physics.get("cdm_particles") else {})}
 

@@ -281,7 +281,8 @@ def test_each_equation_selects_its_own_schema():
                     C.load(None, [f"physics.name={name}", "initial.name=file"])
                 continue
             # the wave needs more points across the plates than a plane's default grid has (its refusal: test_channel2d)
-            more = [f"grid.shape=[8, {'' if info.dimensions == 2 else '8, '}64]"] if ic == "tollmien_schlichting" else []
+            wave = ic == "tollmien_schlichting"
+            more = [f"grid.shape=[8, {'' if info.dimensions == 2 else '8, '}64]"] if wave else []
             assert C.load(None, [f"physics.name={name}", f"initial.name={ic}", *more]).initial.name == ic
 
 

@@ -61,7 +61,8 @@ def test_a_modes_growth_changes_sign_at_the_eigen_solvers_onset(walls, temperatu
     temperatures), stepped by the flow core with the same plates: it grows above and decays below, at the
     eigen-solver's rate to 2e-3 relative (RK222 at dt = 0.05), and the plates' conditions hold after the steps to
     round-off: w = 0 at both, dw/dz = 0 at a no-slip plate, d^2w/dz^2 = 0 at a free-slip one (to 1e-8: a second
-    derivative's residual, N^4 times the series' last coefficients), theta = 0 at a plate of fixed temperature and dtheta/dz = 0 at one of fixed flux."""
+    derivative's residual, N^4 times the series' last coefficients), theta = 0 at a plate of fixed temperature and
+    dtheta/dz = 0 at one of fixed flux."""
     if k is None:
         _, k = eigen.rayleigh_benard_onset(walls, temperature=temperature)
     marginal = eigen.rayleigh_number(k, walls, temperature=temperature)

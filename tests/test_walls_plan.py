@@ -69,9 +69,10 @@ def _figure(pattern: str, text: str) -> str:
 def test_the_channels_gpu_plan_is_the_one_its_header_and_the_docs_give():
     """`simulator plan configs/channel_retau180.yaml --platform gpu --memory 80GB` prints the figures that the
     config's header, the channel tutorial and the explanation page write: its peak per device, bytes per cell, the
-    largest cubic grid, the predicted step on an H100, and the job (the steps at the laminar centre-line speed 3/2
-    U_b, capped by time.dt; its wall time). They are the figures compiled for this CPU standing in: where JAX's CUDA
-    plug-in is installed the GPU compiler's differ, and only the job's steps, which no compile sets, are checked."""
+    largest grid of its aspect (one point more across the plates: a fast transform), the predicted step on an H100,
+    and the job (the steps at the laminar centre-line speed 3/2 U_b, capped by time.dt; its wall time). They are the
+    figures compiled for this CPU standing in: where JAX's CUDA plug-in is installed the GPU compiler's differ, and
+    only the job's steps, which no compile sets, are checked."""
     done = subprocess.run([sys.executable, "-m", "simulator", "plan", str(CONFIGS / "channel_retau180.yaml"),
                            "--platform", "gpu", "--memory", "80GB"], capture_output=True, text=True, timeout=400,
                           check=False, cwd=ROOT)
@@ -88,11 +89,15 @@ def test_the_channels_gpu_plan_is_the_one_its_header_and_the_docs_give():
         return
     peak = _figure(r"peak (\d+\.\d+ GiB) = ", out)
     per_cell = _figure(r" = ([\d.]+ bytes per cell) over all devices", out)
-    largest = _figure(r"largest cubic grid that fits these 1 device\(s\): (\d+)\^3", out)
+    found = re.search(r"largest grid of this run's aspect .* fits these 1 device\(s\): \[(\d+), (\d+), (\d+)\]", out)
+    assert found, out
+    largest = int(found[1])
+    assert (int(found[2]), int(found[3])) == (largest, largest + 1), found[0]  # one point more across: a fast DCT
     step = _figure(r"predicted step \(bandwidth bound\): ([\d.]+ ms) on h100", out)
     wall = _figure(r"  predicted: 120000 steps x [\d.]+ ms = ([\d.]+ (?:s|min|h|d)) wall", out)
-    for page, text, grid in (("header", header, f"{largest}^3"), ("tutorial", tutorial, f"${largest}^3$"),
-                             ("explanation", explanation, f"{largest}³")):
+    shape = f"{largest}, {largest}, {largest + 1}"
+    for page, text, grid in (("header", header, f"[{shape}]"), ("tutorial", tutorial, shape.replace(", ", " \\times ")),
+                             ("explanation", explanation, shape.replace(", ", " \\times "))):
         assert f"a peak of {peak}" in text and grid in text, (page, peak, grid)
     for page, text in (("header", header), ("tutorial", tutorial)):
         assert per_cell in text and f"{step} a step on an" in text and wall in text, (page, per_cell, step, wall)

@@ -37,8 +37,8 @@ def plates_axis(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]
             f"second direction, as a box's (write {PLATES_AXIS})")
 
 
-#: a velocity's condition at a plate, and the bounded basis it takes (simulator.fft.bases.BOUNDED)
-VELOCITY_WALLS = {"free-slip": "sincos", "no-slip": "chebyshev"}
+#: a velocity's condition at a plate (:attr:`WallsConfig.basis` the bounded basis the pair takes)
+VELOCITY_WALLS = ("free-slip", "no-slip")
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
 SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
 #: the fewest points across the plates each bounded basis runs with: the Helmholtz solves of the no-slip flows
@@ -216,8 +216,8 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"two of: {', '.join(VELOCITY_WALLS)} "
                               "(bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
         if condition not in info.wall_velocity:
-            takes = sorted(name for name, other in equations.items()
-                           if other.walls != "none" and condition in other.wall_velocity)
+            takes = sorted(name for name, other in equations.items() if other.walls != "none"
+                           and condition in other.wall_velocity and other.dimensions == info.dimensions)
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"{' or '.join(info.wall_velocity)} plates "
                               f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
                               f"{' or '.join(takes)}", "is not available for this equation")
@@ -238,9 +238,9 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
                           "with a no-slip plate", "mixes conditions")
     fewest, across = MIN_ACROSS[walls.basis], cfg.grid.shape[-1]
     if across < fewest:
-        raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the "
-                          f"{'no-slip' if walls.basis == 'chebyshev' else 'free-slip'} plates (the last entry): the fewest the "
-                          f"{'Chebyshev' if walls.basis == 'chebyshev' else 'sine and cosine'} basis runs with",
+        kind, basis = ("no-slip", "Chebyshev") if walls.basis == "chebyshev" else ("free-slip", "sine and cosine")
+        raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the {kind} plates "
+                          f"(the last entry): the fewest the {basis} basis runs with",
                           "has too few points across the plates")
 
 

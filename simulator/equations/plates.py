@@ -186,7 +186,8 @@ class NoSlipFreeFallParams(FreeFallParams):
         """The temperature's condition from ``grid.walls.temperature``, and each scalar's plate key filled in."""
         walls = cfg.grid.walls
         physics = dataclasses.replace(self, temperature_plates=tuple(walls.temperature),
-                                      velocity_plates=tuple(walls.velocity), scalars=wall_scalars.resolve(self.scalars, cfg))
+                                      velocity_plates=tuple(walls.velocity),
+                                      scalars=wall_scalars.resolve(self.scalars, cfg))
         return dataclasses.replace(cfg, physics=physics)
 
 
