@@ -173,7 +173,7 @@ def check_runtime_flags(args: argparse.Namespace) -> None:
     command that passes them on to the runs it starts (whose errors would blame a run's config for them)."""
     import dataclasses
 
-    from simulator.config.model import RuntimeConfig
+    from simulator.config.devices import RuntimeConfig
     from simulator.errors import ConfigError
 
     bounds = {f"runtime.{f.name}": f.metadata for f in dataclasses.fields(RuntimeConfig)}

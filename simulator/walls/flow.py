@@ -18,12 +18,12 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
 * ``scalars``: temperatures or passive scalars ``(S, ..., N)``, d/dt s = kappa lap s + h_s, a fixed value
   (Dirichlet) or a fixed flux (Neumann) at each plate.
 
-Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal): for w, (alpha - lap) lap w = R / (gamma dt nu),
-alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2 influence matrix; for the others one
-banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or kappa). The factorisations are O(N)
-per mode (no N x N inverse is formed or stored), built once per gamma dt (:meth:`NoSlipFlow.factor`: a chunk of
-steps of one dt shares them), and every solve is batched over the leading (mode) axes. The bounded direction is whole on
-the device that solves a mode.
+Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal): for w,
+(alpha - lap) lap w = R / (gamma dt nu), alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2
+influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or
+kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored), built once per gamma dt
+(:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is batched over the leading
+(mode) axes. The bounded direction is whole on the device that solves a mode.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ import jax.numpy as jnp
 
 from simulator.fft.walls import hermitian_full
 from simulator.time import imex
+from simulator.walls.eigen import NO_SLIP
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
-from simulator.walls.wall_normal import NO_SLIP, WallNormal, laplacian
+from simulator.walls.wall_normal import WallNormal, laplacian
 
 #: a scalar's condition at a plate (``Plates.scalars``) and its Helmholtz condition
 SCALAR_CONDITIONS = {"fixed-value": DIRICHLET, "fixed-flux": NEUMANN}
@@ -132,9 +133,9 @@ class NoSlipFlow:
         alpha = 1.0 / (gdt * self.viscosity)
         along = self.plates.along
         normal = WallNormal.build(alpha, k2, self.n, h, self.plates.walls)
-        # between no-slip plates zeta's problem is the one w's vorticity solve already factored: held once
-        zeta = None if self.planar else (normal.vorticity if along == (DIRICHLET, DIRICHLET)
-                                         else Helmholtz.build(alpha + k2, self.n, along, h))
+        # zeta's problem is the one w's vorticity solve already factored, with its plates' conditions: between no-slip
+        # plates the same, below a free-slip plate on the same factors and an influence function
+        zeta = None if self.planar else normal.vorticity.with_conditions(along)
         return Factored(normal, zeta, Helmholtz.build(alpha, self.n, along, h),
                         tuple(Helmholtz.build(1.0 / (gdt * kappa) + k2, self.n, scalar_conditions(condition), h)
                               for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)),

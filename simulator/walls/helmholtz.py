@@ -144,14 +144,27 @@ class Helmholtz:
         needs alpha > 0: at alpha = 0 its constant is undetermined)."""
         lower, upper = plate_conditions(condition)
         scaled = jnp.asarray(alpha, float) * (0.25 * length**2)  # on x in [-1, 1]: d/dz = (2/length) d/dx
+        first = lower if lower == upper else DIRICHLET
+        return cls(banded.factor(_parity_bands(scaled, n, first)), scaled, None, n, first, length).with_conditions(
+            (lower, upper))
+
+    def with_conditions(self, condition: str | tuple[str, str]) -> Helmholtz:
+        """The problems of the same alpha with ``condition`` (one for both plates or a (lower, upper) pair): this one
+        where it is the same; a mixed one on this Dirichlet problem's own factors and an influence function; another
+        condition at both plates factored anew."""
+        lower, upper = pair = plate_conditions(condition)
+        if pair == plate_conditions(self.condition):
+            return self
         if lower == upper:
-            return cls(banded.factor(_parity_bands(scaled, n, lower)), scaled, None, n, lower, length)
-        dirichlet = cls(banded.factor(_parity_bands(scaled, n, DIRICHLET)), scaled, None, n, DIRICHLET, length)
+            return Helmholtz(banded.factor(_parity_bands(self.alpha, self.n, lower)), self.alpha, None, self.n, lower,
+                             self.length)
+        if self.condition != DIRICHLET:
+            raise ValueError(f"mixed conditions {pair} are built on a Dirichlet problem, not {self.condition!r}")
         at_upper = upper == NEUMANN
-        one = jnp.ones(scaled.shape)
-        h = dirichlet.solve(jnp.zeros((*scaled.shape, n)), 0.0 if at_upper else one, one if at_upper else 0.0)
-        slope = slopes(h, length)[1 if at_upper else 0]  # > 0 at the upper plate, < 0 at the lower: never 0
-        return cls(dirichlet.factors, scaled, h / slope[..., None], n, (lower, upper), length)
+        one = jnp.ones(self.alpha.shape)
+        h = self.solve(jnp.zeros((*self.alpha.shape, self.n)), 0.0 if at_upper else one, one if at_upper else 0.0)
+        slope = slopes(h, self.length)[1 if at_upper else 0]  # > 0 at the upper plate, < 0 at the lower: never 0
+        return Helmholtz(self.factors, self.alpha, h / slope[..., None], self.n, pair, self.length)
 
     def solve(self, f: jnp.ndarray, lower: jnp.ndarray | float = 0.0, upper: jnp.ndarray | float = 0.0
               ) -> jnp.ndarray:

@@ -28,11 +28,8 @@ import jax
 import jax.numpy as jnp
 
 from simulator.walls import chebyshev
+from simulator.walls.eigen import NO_SLIP, WALLS
 from simulator.walls.helmholtz import DIRICHLET, Helmholtz
-
-NO_SLIP = "no-slip"
-FREE_SLIP = "free-slip"
-WALLS = (NO_SLIP, FREE_SLIP)
 
 
 def _wall_slopes(coefficients: jnp.ndarray, length: float, plates: tuple[int, ...]) -> jnp.ndarray:
