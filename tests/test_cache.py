@@ -274,6 +274,25 @@ def test_the_cache_keeps_to_its_bound_dropping_the_least_recently_used(tmp_path)
     assert [store.get(f"jit_p{i}-k") is not None for i in range(4)] == [True, False, True, True]
 
 
+def test_a_process_lists_the_cache_once_per_64_writes_and_prunes_as_soon_as_its_writes_may_pass_the_bound(
+        tmp_path, monkeypatch):
+    """A stat of every entry after every write made a launch's compiles quadratic in the entries (thousands in the
+    suite's cache): 130 small writes list the directory 3 times (the first write, then every 64), and a write that
+    may take the cache past its bound lists it at once and drops the least recently used."""
+    store = cache.ProgramCache(tmp_path, 1 << 30, "tag")
+    listings = []
+    real = cache.ProgramCache.prune
+    monkeypatch.setattr(cache.ProgramCache, "prune", lambda self: (listings.append(1), real(self))[1])
+    for i in range(130):
+        store.put(f"jit_p{i}-k", bytes(10))
+    assert len(listings) == 3 and len(entries(tmp_path)) == 130
+    bounded = cache.ProgramCache(tmp_path, 130 * 200 + 150_000, "tag")  # another process, the same directory
+    bounded.put("jit_big-k", bytes(100_000))  # its first write lists the directory
+    listings.clear()
+    bounded.put("jit_bigger-k", bytes(100_000))  # may pass the bound: listed at once, the oldest dropped
+    assert len(listings) == 1 and bounded.get("jit_p0-k") is None and bounded.get("jit_bigger-k") is not None
+
+
 def test_the_key_holds_the_build_and_the_files_say_which_program():
     """An entry's name is the program's name and a digest of JAX's key with this build's tag (another build,
     another FFTW, another CPU: another file)."""
