@@ -121,6 +121,19 @@ def check_stated(line: str, name: str, values: np.ndarray) -> None:
     assert f"batch means of {count} blocks" in line, line
 
 
+def plotted(capfd, run, window: tuple[str, ...], figures: tuple[str, ...]) -> list[str]:
+    """``simulator plot RUN --window ...``: each of ``figures`` written (its path printed, its file there), and the
+    line that states each one's numbers, in that order."""
+    code, out, err = command(capfd, "plot", str(run), "--window", *window)
+    assert code == 0, err
+    lines = out.splitlines()
+    for png in figures:
+        assert str(run / "plots" / png) in lines and (run / "plots" / png).is_file(), out
+    stated = [[line for line in lines if line.startswith(f"{png}: ")] for png in figures]
+    assert all(len(said) == 1 for said in stated), out  # one line each
+    return [said[0] for said in stated]
+
+
 def test_a_convection_study_s_figures_and_numbers_in_one_command(runs, capfd):
     """``simulator plot RUN --window 15 30`` writes timeseries.png and profiles.png and prints, after the files,
     one line each: Nu through the volume and at each plate, each the NumPy mean of its rows in the window ± their
@@ -128,13 +141,7 @@ def test_a_convection_study_s_figures_and_numbers_in_one_command(runs, capfd):
     and its error. The figures draw the running mean from T0, ending at the mean, and the boundary layers' edges;
     ``--window 15`` (T1 left out: the run's end) states the same."""
     run = runs / "study_convection"
-    code, out, err = command(capfd, "plot", str(run), "--window", "15", "30")
-    assert code == 0, err
-    lines = out.splitlines()
-    for png in ("timeseries.png", "profiles.png"):
-        assert str(run / "plots" / png) in lines and (run / "plots" / png).is_file(), out
-    [series_line] = [line for line in lines if line.startswith("timeseries.png: ")]
-    [profiles_line] = [line for line in lines if line.startswith("profiles.png: ")]
+    series_line, profiles_line = plotted(capfd, run, ("15", "30"), ("timeseries.png", "profiles.png"))
     rows = window_rows(run, 15.0, 30.0)
     assert len(rows["time"]) == 31 and "over 15 ≤ t ≤ 30 " in series_line, series_line
     for name, column in (("Nu", "nusselt"), ("Nu_bottom", "nusselt_bottom"), ("Nu_top", "nusselt_top")):
@@ -168,13 +175,7 @@ def test_a_channel_study_s_figures_and_numbers_in_one_command(runs, capfd):
     as the NumPy mean of the window's rows ± their batch-means error (11 rows: 10 blocks of one, the last ten), and
     channel_profiles.png with the wall units of the window's mean profiles (Re_tau, u_tau)."""
     run = runs / "study_channel"
-    code, out, err = command(capfd, "plot", str(run), "--window", "0.2", "0.4")
-    assert code == 0, err
-    lines = out.splitlines()
-    for png in ("timeseries.png", "channel_profiles.png"):
-        assert str(run / "plots" / png) in lines and (run / "plots" / png).is_file(), out
-    [series_line] = [line for line in lines if line.startswith("timeseries.png: ")]
-    [wall_line] = [line for line in lines if line.startswith("channel_profiles.png: ")]
+    series_line, wall_line = plotted(capfd, run, ("0.2", "0.4"), ("timeseries.png", "channel_profiles.png"))
     rows = window_rows(run, 0.2, 0.4)
     assert len(rows["time"]) == 11 and "over 0.2 ≤ t ≤ 0.4 " in series_line, series_line
     for name, column in (("Re_tau", "re_tau"), ("tau_bottom", "tau_bottom"), ("tau_top", "tau_top")):
