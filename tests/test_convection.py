@@ -144,7 +144,7 @@ def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
 BAD = [
     ({"grid.walls.velocity": "[no-slip,no-slip]"}, r"^error: grid\.walls\.velocity = \['no-slip', 'no-slip'\] is not "
      r"available for this equation; free-slip plates for physics\.name = convection2d; no-slip plates: physics\.name "
-     r"channel or channel2d or convection2d_noslip"),
+     r"channel2d or convection2d_noslip$"),
     ({"grid.walls.temperature": "[fixed-value,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* mixes conditions"),
     ({"grid.walls.temperature": "[fixed-flux,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* is not available "
      r"for convection2d"),
