@@ -26,6 +26,7 @@ from simulator.config.grid import (
     check_raw_dimensions,
     check_walls,
     default_grid,
+    physics_member,
     plates_axis,
 )
 from simulator.config.legacy import upgrade
@@ -183,6 +184,8 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     data, renamed = plates_axis(upgrade(data))
     physics = data.get("physics")
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
+    data, member = physics_member(data, name)
+    name = data["physics"].get("name", name) if isinstance(data.get("physics"), Mapping) else name
     data = default_grid(data, name)
     # a broken plug-in is reported by the config that needs it, in its own words
     problem = plugin_problem(name) if isinstance(name, str) else None
@@ -198,6 +201,8 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     validate(cfg)
     if renamed and not stored:  # said once the config is taken: a refused one gets its one line alone
         logging.getLogger("simulator").warning("%s", renamed)
+    if member and not stored:
+        logging.getLogger("simulator").info("%s", member)
     return resolve(cfg)
 
 

@@ -297,6 +297,10 @@ class EquationInfo:
     #: the velocity conditions at plates it takes (``grid.walls.velocity``): ``free-slip`` (the sine and cosine
     #: basis) or ``no-slip`` (the Chebyshev basis)
     wall_velocity: tuple[str, ...] = ("free-slip",)
+    #: the physics this equation is one geometry and one kind of plates of (None: its own name): a config naming that
+    #: physics (``physics.name: convection``) runs the equation of its family whose :attr:`dimensions` are the grid's
+    #: and whose :attr:`wall_velocity` takes its plates (:func:`simulator.config.grid.physics_member`)
+    physics: str | None = None
     #: the ``grid.box`` of a config that gives none (None: the schema's default, 2 pi along every direction)
     default_box: tuple[float, ...] | None = None
     #: the diagnostics past whose bound the equation no longer describes the flow (a layer's depth no longer

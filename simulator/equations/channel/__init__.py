@@ -37,6 +37,7 @@ class BoxChannelParams(ChannelParams):
 
 INFO = EquationInfo(
     name="channel",
+    physics="channel",
     summary="plane Couette and Poiseuille flow between no-slip plates, in a box (Chebyshev across, nu = 1/Re)",
     params=BoxChannelParams,
     initials=(Laminar, TollmienSchlichting),

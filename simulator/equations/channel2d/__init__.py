@@ -43,6 +43,7 @@ class Channel2DParams(ChannelParams):
 
 INFO = EquationInfo(
     name="channel2d",
+    physics="channel",
     summary="plane Couette and Poiseuille flow between no-slip plates, in a plane (Chebyshev across, nu = 1/Re)",
     params=Channel2DParams,
     initials=(Laminar, TollmienSchlichting),

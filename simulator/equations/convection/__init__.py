@@ -66,6 +66,7 @@ class BoxMode(InitialCondition):
 
 INFO = EquationInfo(
     name="convection",
+    physics="convection",
     summary="Rayleigh-Benard convection in a box between free-slip plates (free-fall units, as Dedalus)",
     params=ConvectionParams,
     initials=(ConductiveWithScalars, BoxMode),

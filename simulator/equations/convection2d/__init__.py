@@ -68,6 +68,7 @@ class Mode(InitialCondition):
 
 INFO = EquationInfo(
     name="convection2d",
+    physics="convection",
     summary="Rayleigh-Benard convection in a vertical plane between free-slip plates (free-fall units, as Dedalus)",
     params=Convection2DParams,
     initials=(ConductiveWithScalars, Mode),

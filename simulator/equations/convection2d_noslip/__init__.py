@@ -67,6 +67,7 @@ class Mode(InitialCondition):
 
 INFO = EquationInfo(
     name="convection2d_noslip",
+    physics="convection",
     summary="Rayleigh-Benard convection in a vertical plane between no-slip plates (Chebyshev, free-fall units)",
     params=NoSlipParams,
     initials=(ConductiveWithScalars, Mode),

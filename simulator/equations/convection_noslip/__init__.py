@@ -68,6 +68,7 @@ class BoxMode(InitialCondition):
 
 INFO = EquationInfo(
     name="convection_noslip",
+    physics="convection",
     summary="Rayleigh-Benard convection in a box between no-slip plates (Chebyshev, free-fall units)",
     params=BoxNoSlipParams,
     initials=(ConductiveWithScalars, BoxMode),

@@ -1,0 +1,75 @@
+"""One name per physics between plates: ``physics.name: convection`` and ``channel`` take the plane or the box and the
+plates from ``grid.shape`` and ``grid.walls`` (simulator.config.grid.physics_member), so that switching a convection
+config's plates is the one key ``grid.walls.velocity``; a member's own name (``convection2d_noslip``) still runs it,
+with a line naming its physics; a plate the physics does not take is refused in the member's words."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from simulator.config import load
+from simulator.errors import ConfigError
+
+from support import command
+
+CONFIGS = str(Path(__file__).resolve().parents[1] / "configs") + "/"
+
+#: (config, overrides, the equation it runs, where it is not the physics' own: on a plane or box, between which plates)
+CASES = [
+    ("convection_2d_noslip.yaml", {}, "convection2d_noslip", "plane between no-slip"),
+    ("convection_2d_noslip.yaml", {"grid.walls.velocity": ["no-slip", "free-slip"]}, "convection2d_noslip",
+     "plane between no-slip"),
+    ("convection_2d.yaml", {}, "convection2d", "plane between free-slip"),
+    ("convection_2d.yaml", {"grid.walls.velocity": ["free-slip", "free-slip"]}, "convection2d",
+     "plane between free-slip"),
+    ("convection_3d_noslip.yaml", {}, "convection_noslip", "box between no-slip"),
+    ("convection_3d.yaml", {}, "convection", None),
+    ("channel_poiseuille.yaml", {}, "channel2d", "plane between no-slip"),
+    ("channel_retau180.yaml", {}, "channel", None),
+]
+
+
+@pytest.mark.parametrize(("config", "overrides", "runs", "where"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_the_physics_name_runs_the_equation_of_its_grid_and_plates(config, overrides, runs, where, caplog):
+    """Each shipped walled config renamed to its physics loads as the equation it named, and says which it runs
+    where that is not the physics' own name."""
+    physics = runs.partition("2d")[0].partition("_")[0]
+    with caplog.at_level(logging.INFO, logger="simulator"):
+        cfg = load(CONFIGS + config, {**overrides, "physics.name": physics})
+    assert cfg.physics.name == runs
+    said = [r.getMessage() for r in caplog.records if "runs as" in r.getMessage()]
+    assert said == ([f"physics.name = {physics} runs as {runs} on this {where} plates"] if where else [])
+
+
+def test_switching_a_convection_planes_plates_is_one_key():
+    """From no-slip to free-slip plates and back on ``physics.name: convection``: only grid.walls.velocity changes (the
+    scheme left to each equation's default)."""
+    base = {"physics": {"name": "convection", "rayleigh": 1e5}, "grid": {"shape": [16, 9], "box": [4, 1],
+                                                                        "walls": {"axis": "z"}}}
+    plates = {"no-slip": "convection2d_noslip", "free-slip": "convection2d"}
+    for velocity, runs in plates.items():
+        cfg = load(base, {"grid.walls.velocity": [velocity, velocity]})
+        assert cfg.physics.name == runs and list(cfg.grid.walls.velocity) == [velocity, velocity]
+        assert cfg.physics.rayleigh == 1e5
+
+
+def test_a_members_own_name_runs_it_and_names_its_physics(caplog):
+    with caplog.at_level(logging.INFO, logger="simulator"):
+        cfg = load(CONFIGS + "convection_2d_noslip.yaml")
+    assert cfg.physics.name == "convection2d_noslip"
+    assert [r.getMessage() for r in caplog.records if "is physics.name" in r.getMessage()] == [
+        "physics.name = convection2d_noslip is physics.name: convection on a plane with no-slip or free-slip plates "
+        "(one name for every grid and plates: grid.shape and grid.walls choose)"]
+
+
+def test_plates_the_physics_does_not_take_are_refused_in_one_line(capfd):
+    """A channel between free-slip plates: the plane's channel refuses them in one line, exit 2."""
+    with pytest.raises(ConfigError, match=r"^grid\.walls\.velocity = \['free-slip', 'free-slip'\] is not available"):
+        load(CONFIGS + "channel_poiseuille.yaml", {"physics.name": "channel",
+                                                    "grid.walls.velocity": ["free-slip", "free-slip"]})
+    code, _, err = command(capfd, "validate", CONFIGS + "channel_poiseuille.yaml", "--set", "physics.name=channel",
+                           "--set", "grid.walls.velocity=[free-slip,free-slip]")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "physics.name = channel2d" in err, err
