@@ -73,3 +73,19 @@ def test_plates_the_physics_does_not_take_are_refused_in_one_line(capfd):
     code, _, err = command(capfd, "validate", CONFIGS + "channel_poiseuille.yaml", "--set", "physics.name=channel",
                            "--set", "grid.walls.velocity=[free-slip,free-slip]")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "physics.name = channel2d" in err, err
+
+
+def test_a_run_named_by_its_physics_runs_and_stores_the_equation_it_ran(tmp_path, capfd):
+    """``simulator run`` of the no-slip plane as ``physics.name: convection``, two steps: exit 0, the log's first line
+    names the equation and its physics, and the stored config the equation (a restart reads it as it ran)."""
+    import yaml
+
+    out = tmp_path / "run"
+    sets = ["physics.name=convection", "grid.shape=[16, 9]", "fft.mesh=[1]", "time.cfl=null", "time.dt=0.01",
+            "time.t_end=0.02"]
+    code, _, err = command(capfd, "run", CONFIGS + "convection_2d_noslip.yaml", "--out", str(out),
+                           *[a for s in sets for a in ("--set", s)])
+    assert code == 0, err
+    first = next(line for line in (out / "run.log").read_text().splitlines() if " run " in line)
+    assert ": convection2d_noslip (physics.name convection on this plane and plates) on grid [16, 9]" in first, first
+    assert yaml.safe_load((out / "config.yaml").read_text())["config"]["physics"]["name"] == "convection2d_noslip"

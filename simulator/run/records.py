@@ -58,7 +58,10 @@ def _segment_identity() -> str:
 
 
 def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger) -> None:
-    log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
+    name, physics = cfg.physics.name, sim.info.physics
+    if physics is not None and physics != name:  # one of a physics' equations: the name that takes every grid
+        name = f"{name} (physics.name {physics} on this {'plane' if cfg.grid.plane else 'box'} and plates)"
+    log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
     units = cfg.physics.clock().units()
