@@ -16,6 +16,7 @@ import jax
 
 from simulator import cache, runtime
 from simulator.config import Config, to_dict
+from simulator.equations import registry
 from simulator.output import checkpoints, kinds
 from simulator.output.base import Moment, Schedule, Writer, WriterContext
 from simulator.run.signals import agree
@@ -58,7 +59,7 @@ def _segment_identity() -> str:
 
 
 def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger) -> None:
-    name, physics = cfg.physics.name, sim.info.physics
+    name, physics = cfg.physics.name, registry()[cfg.physics.name].physics
     if physics is not None and physics != name:  # one of a physics' equations: the name that takes every grid
         name = f"{name} (physics.name {physics} on this {'plane' if cfg.grid.plane else 'box'} and plates)"
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, name,
