@@ -272,29 +272,23 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     return {**data, "grid": {**grid, "shape": shape}}
 
 
-def physics_member(data: Mapping[str, Any], name: Any) -> tuple[Mapping[str, Any], str | None]:
-    """``data`` with ``physics.name`` the equation of its physics that runs this grid, and the line that says so (None
-    where the config names that equation itself, or an equation of no family).
+def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
+    """``data`` with ``physics.name`` the equation of its physics that runs this grid.
 
     A physics (``EquationInfo.physics``: ``convection``, ``channel``) is one equation per geometry and kind of plates;
     its name takes them from the grid: the member whose :attr:`~simulator.equations.spec.EquationInfo.dimensions` are
     ``grid.shape``'s and whose ``wall_velocity`` takes ``grid.walls.velocity`` (a no-slip plate: the Chebyshev member;
     free-slip plates: the sine and cosine one where there is one), else the named equation's own plates. A member's
-    own name (``convection2d_noslip``) runs that member, with a line naming its physics. What the member then refuses
-    (a plate it does not take) is said by :func:`check_walls` in its words."""
+    own name (``convection2d_noslip``) runs that member. What the member then refuses (a plate it does not take) is
+    said by :func:`check_walls` in its words; the run log's header names the member and its physics."""
     from simulator.equations import registry
 
     equations = registry()
     info = equations.get(name) if isinstance(name, str) else None
-    if info is None or info.physics is None:
-        return data, None
+    if info is None or info.physics != name:  # no family, or a member named by its own name
+        return data
     grid = data.get("grid") if isinstance(data.get("grid"), Mapping) else {}
     shape, walls = grid.get("shape"), grid.get("walls")
-    if info.physics != name:  # a member named by its own name runs as named
-        kind = "plane" if info.dimensions == 2 else "box"
-        return data, (f"physics.name = {name} is physics.name: {info.physics} on a {kind} with "
-                      f"{' or '.join(info.wall_velocity)} plates (one name for every grid and plates: "
-                      f"grid.shape and grid.walls choose)")
     dims = len(shape) if isinstance(shape, (list, tuple)) and len(shape) in (2, 3) else info.dimensions
     velocity = walls.get("velocity") if isinstance(walls, Mapping) else None
     no_slip = (VELOCITY_WALLS[1] in velocity if isinstance(velocity, (list, tuple))
@@ -304,8 +298,6 @@ def physics_member(data: Mapping[str, Any], name: Any) -> tuple[Mapping[str, Any
     chosen = next((m for m in members if (VELOCITY_WALLS[1] in m.wall_velocity) == no_slip),
                   members[0] if members else None)
     if chosen is None or chosen.name == name:
-        return data, None
+        return data
     physics = data.get("physics") if isinstance(data.get("physics"), Mapping) else {}
-    return ({**data, "physics": {**physics, "name": chosen.name}},
-            f"physics.name = {name} runs as {chosen.name} on this {'plane' if dims == 2 else 'box'} between "
-            f"{'no-slip' if no_slip else 'free-slip'} plates")
+    return {**data, "physics": {**physics, "name": chosen.name}}

@@ -184,7 +184,7 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     data, renamed = plates_axis(upgrade(data))
     physics = data.get("physics")
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
-    data, member = physics_member(data, name)
+    data = physics_member(data, name)
     name = data["physics"].get("name", name) if isinstance(data.get("physics"), Mapping) else name
     data = default_grid(data, name)
     # a broken plug-in is reported by the config that needs it, in its own words
@@ -201,8 +201,6 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     validate(cfg)
     if renamed and not stored:  # said once the config is taken: a refused one gets its one line alone
         logging.getLogger("simulator").warning("%s", renamed)
-    if member and not stored:
-        logging.getLogger("simulator").info("%s", member)
     return resolve(cfg)
 
 
