@@ -105,7 +105,7 @@ def launch(config: str, overrides: list[str], t_end: float) -> dict[str, float]:
                               env={**env(), "SIMULATOR_COMPILATION_CACHE": ""}, cwd=ROOT, check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     log = done.stdout + done.stderr
-    found = re.search(r"(\d+) compiled \(([\d.]+) s\); ready ([\d.]+) s after launch", log)
+    found = re.search(r"(\d+) compiled in ([\d.]+) s .*; ready ([\d.]+) s after launch", log)
     return {"programs_compiled": int(found[1]), "compiled_s_log": float(found[2]), "ready_s": float(found[3]),
             "process_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)}
 
