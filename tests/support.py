@@ -172,11 +172,13 @@ def on_grid(config: str | Path, n: int) -> dict[str, Any]:
     it needs to be resolved)."""
     import yaml
 
+    from simulator.config import load
     from simulator.equations import get
 
     data = yaml.safe_load(Path(config).read_text())
     physics = data.get("physics", {})
-    if get(physics.get("name", "navier_stokes")).dimensions == 2:  # a plane: n^2, its forcing on the grid's modes
+    # the equation the config runs (a physics' name, `convection`, takes the plane or the box from grid.shape)
+    if get(load(config).physics.name).dimensions == 2:  # a plane: n^2, its forcing on the grid's modes
         forced = {"physics.forcing_wavenumber": 2} if physics.get("forcing_wavenumber") else {}
         if (data.get("initial") or {}).get("name") == "tollmien_schlichting":  # refused unless resolved across
             return {"grid.shape": [n, data["grid"]["shape"][-1]], **forced}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.config import other_codes
+from simulator.config.grid import member_note
 from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.model import (
     CheckpointConfig,
@@ -81,8 +82,11 @@ def load(source: str | Path | Mapping[str, Any] | None,
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
     tree = set_values(raw, overrides) if isinstance(overrides, Mapping) else apply_overrides(raw, overrides)
-    cfg = from_dict(tree, stored)
     physics = tree.get("physics")
+    note = None if stored or not isinstance(physics, Mapping) else member_note(physics.get("name"))
+    cfg = from_dict(tree, stored)
+    if note is not None:  # after the config is valid: a refused config says its refusal alone
+        _note_ignored(note)
     if not stored and isinstance(physics, Mapping):  # a stored config holds every key, each drive's among them
         for line in cfg.physics.ignored_keys(physics):
             _note_ignored(line)

@@ -301,3 +301,16 @@ def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
         return data
     physics = data.get("physics") if isinstance(data.get("physics"), Mapping) else {}
     return {**data, "physics": {**physics, "name": chosen.name}}
+
+
+def member_note(name: Any) -> str | None:
+    """The one-line note for an equation named by its own name where its physics has one name (``physics.name:
+    convection2d_noslip``, a name of 0.4): the name to write instead; None for a physics' own name and for an
+    equation of no family. The old name runs as it did (:func:`physics_member` leaves it)."""
+    from simulator.equations import registry
+
+    info = registry().get(name) if isinstance(name, str) else None
+    if info is None or info.physics is None or info.physics == name:
+        return None
+    return (f"physics.name = {name!r} is now physics.name = {info.physics!r}: the plane or the box follows from "
+            f"grid.shape and the plates from grid.walls.velocity (the old name still works; rename it)")
