@@ -1,6 +1,6 @@
 """What the channel equations (``channel2d`` in a plane, ``channel`` in a box) declare alike (no JAX): their
-parameters, initial conditions, diagnostics and figures; :mod:`simulator.equations.channel_flow` is their
-implementation.
+parameters, initial conditions, diagnostics and figures, and the declaration itself (:func:`info`), which the two
+packages call with their geometry; :mod:`simulator.equations.channel_flow` is their implementation.
 
 Units and coordinates (:mod:`simulator.walls.channel`): x streamwise (periodic, ``grid.box[0]``), y across the
 plates at y = 0 and y = 2 (``grid.box = [Lx, 2]``: the half gap h = 1), velocities in the plates' speed U (Couette)
@@ -24,9 +24,20 @@ from typing import Any
 
 from simulator.equations import wall_scalars
 from simulator.equations.scales import faster
-from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
+from simulator.equations.spec import (
+    Budget,
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+    UnitSystem,
+)
 from simulator.errors import ConfigError, show_value
 from simulator.schema import param, random_seed, setting
+from simulator.time.schemes import IMEX
 from simulator.walls.channel import DRIVES, check_channel, check_ts_across
 
 #: the key each drive alone reads, and what it sets
@@ -203,3 +214,64 @@ PLOT = PlotSpec(
     budget=Budget("kinetic_energy", losses=("mean_dissipation", "dissipation"), gains=("pressure_work", "wall_work"),
                   label="E_K"),
 )
+
+
+#: what the box's time series say otherwise than the plane's: its three components, w across the plates
+BOX_DIAGNOSTICS = {
+    "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
+    "slip": "max |u - U_plate|, |v| and |w| at the plates: round-off",
+    "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto points",
+    "production": "production of fluctuation energy P = -<u'w'> dU/dz - <v'w'> dV/dz over the volume (w across the "
+                  "plates, V the spanwise mean flow)",
+    "mean_dissipation": "dissipation of the mean flow nu <(dU/dz)^2 + (dV/dz)^2> over the volume",
+}
+
+
+def info(params: type[ChannelParams], implementation: str, dimensions: int) -> EquationInfo:
+    """The declaration of the channel in a plane (``dimensions`` 2) or a box (3), named by ``params``' default
+    ``name``, stepped by ``implementation`` (``"module:Class"``): one physics, whose geometries differ in their
+    fields, the box's diagnostics (:data:`BOX_DIAGNOSTICS`), spectra and default box."""
+    plane = dimensions == 2
+    fields = {
+        "scalar": wall_scalars.FIELD,
+        "streamwise": FieldInfo(0, f"streamwise velocity u {'(1, Nx, Nz)' if plane else '(Nx, Ny, Nz)'}", "u",
+                                cmap="RdBu_r"),
+        **({"vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dz, v across the plates (1, Nx, Nz)", r"\omega",
+                                   cmap="RdBu_r"),
+            "velocity": FieldInfo(3, "velocity (u, v, 0): along the plates, across them, and the zero component "
+                                     "normal to the plane (3, 1, Nx, Nz)", r"|u|")} if plane else
+           {"velocity": FieldInfo(3, "velocity (u, v, w): streamwise, spanwise and across the plates (3, Nx, Ny, Nz)",
+                                  r"|u|")}),
+    }
+    return EquationInfo(
+        name=params().name,
+        physics="channel",
+        summary=f"plane Couette and Poiseuille flow between no-slip plates, in a {'plane' if plane else 'box'} "
+                f"(Chebyshev across, nu = 1/Re)",
+        params=params,
+        initials=(Laminar, TollmienSchlichting),
+        protocol=IMEX,
+        default_integrator="rk222",
+        implementation=implementation,
+        dimensions=dimensions,
+        walls="required",
+        wall_velocity=("no-slip",),
+        diagonal_linear=False,
+        scales=SCALES,
+        default_box=(2 * math.pi, 2.0) if plane else (4 * math.pi, 4 * math.pi / 3, 2.0),
+        fields=fields,
+        state_fields=("velocity", "scalar"),
+        diagnostics=DIAGNOSTICS if plane else {**DIAGNOSTICS, **BOX_DIAGNOSTICS},
+        resolution_advice={"wall_resolution": "its spacings in wall units are coarser than a turbulent channel "
+                                              "DNS's: refine grid.shape, or lower physics.reynolds, for turbulence; a "
+                                              "laminar or linear-stability study, such as a Tollmien-Schlichting "
+                                              "wave's, may ignore it"},
+        progress=("bulk_velocity", "re_tau", "cfl"),
+        spectra={"energy": "kinetic energy of the fluctuations per |k_x|, integrated over y: sums to E_K less the "
+                           "mean flow's" if plane else
+                           "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: "
+                           "sums to E_K less the mean flow's"},
+        spectrum_axes={"energy": "k_h"},
+        wall_spectra=WALL_SPECTRA if plane else BOX_WALL_SPECTRA,
+        plot=PLOT,
+    )

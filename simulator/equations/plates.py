@@ -18,9 +18,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simulator.equations import wall_scalars
-from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+    UnitSystem,
+)
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
+from simulator.time.schemes import IMEX
 
 #: the onset of convection between free-slip plates of fixed temperature, and its horizontal wavenumber
 RA_CRITICAL = 27 * math.pi**4 / 4
@@ -254,3 +264,55 @@ CONVECTION_PLOT = PlotSpec(
     resolved=2 / 3,
     averaged=("nusselt", "nusselt_bottom", "nusselt_top"),
 )
+
+
+def noslip_info(params: type[EquationParams], mode: type[InitialCondition], implementation: str,
+                dimensions: int) -> EquationInfo:
+    """The declaration of convection between no-slip plates (the Chebyshev basis; a free-slip plate may face a
+    no-slip one) in a plane (``dimensions`` 2) or a box (3), named by ``params``' default ``name``, its linear mode
+    start ``mode``, stepped by ``implementation`` (``"module:Class"``): one physics, whose geometries differ in their
+    fields, the box's three components in its diagnostics, and the spectra's wavenumber."""
+    plane = dimensions == 2
+    cells = "(1, Nx, Nz)" if plane else "(Nx, Ny, Nz)"
+    velocity = (FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to the "
+                             "plane (3, 1, Nx, Nz)", r"|u|") if plane else
+                FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"))
+    box_diagnostics = {
+        "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
+        "kmax_eta": NOSLIP_DIAGNOSTICS["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
+        "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto points"}
+    return EquationInfo(
+        name=params().name,
+        physics="convection",
+        summary=f"Rayleigh-Benard convection in a {'vertical plane' if plane else 'box'} between no-slip plates "
+                f"(Chebyshev, free-fall units)",
+        params=params,
+        initials=(ConductiveWithScalars, mode),
+        protocol=IMEX,
+        default_integrator="rk222",
+        implementation=implementation,
+        dimensions=dimensions,
+        walls="required",
+        wall_velocity=("no-slip", "free-slip"),  # each plate its own: a free surface above a no-slip plate
+        diagonal_linear=False,
+        scales=CONVECTION_SCALES,
+        default_box=(4.0, 1.0) if plane else (4.0, 4.0, 1.0),
+        fields={
+            "temperature": FieldInfo(0, f"temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top {cells}",
+                                     "b", cmap="RdBu_r"),
+            "theta": FieldInfo(0, f"departure theta of the temperature from the conductive profile 1 - z {cells}",
+                               r"\theta", cmap="RdBu_r"),
+            "scalar": wall_scalars.FIELD,
+            **({"vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r")}
+               if plane else {}),
+            "velocity": velocity,
+        },
+        state_fields=("velocity", "theta", "scalar"),
+        diagnostics=NOSLIP_DIAGNOSTICS if plane else {**NOSLIP_DIAGNOSTICS, **box_diagnostics},
+        resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
+        progress=("nusselt", "reynolds", "cfl"),
+        spectra={"energy": "kinetic energy per |k_x|, integrated over z: sums to E_K" if plane else "kinetic energy "
+                           "per shell of the horizontal wavenumber |k_h|, integrated over z: sums to E_K"},
+        spectrum_axes={"energy": "k_h"},
+        plot=CONVECTION_PLOT if plane else dataclasses.replace(CONVECTION_PLOT, spectrum_label=r"$E_K(k_h)$"),
+    )

@@ -34,24 +34,12 @@ from simulator.walls.channel import WallProfiles, wall_units
 
 
 @dataclass(frozen=True)
-class ChannelStatistics:
-    """A channel's statistics over one time window (module docstring). Profiles have shape ``(Ny,)`` on the
-    ascending points ``y``; ``spanwise`` is None on a plane."""
+class ChannelStatistics(WallProfiles):
+    """A channel's statistics over one time window (module docstring): its wall-unit profiles
+    (:class:`~simulator.walls.channel.WallProfiles`, each ``(Ny,)`` on the ascending points ``y``; ``spanwise`` None
+    on a plane), the bulk velocity and the energy budget."""
 
-    y: np.ndarray
     bulk_velocity: float
-    tau_bottom: float
-    tau_top: float
-    u_tau: float
-    re_tau: float
-    viscous_length: float
-    y_plus: np.ndarray
-    u_plus: np.ndarray
-    streamwise: np.ndarray
-    wall_normal: np.ndarray
-    spanwise: np.ndarray | None
-    shear: np.ndarray
-    total_shear_stress: np.ndarray
     production: np.ndarray
     dissipation: np.ndarray
     mean_dissipation: np.ndarray

@@ -22,18 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
-from simulator.equations.plates import (
-    CONVECTION_PLOT,
-    CONVECTION_SCALES,
-    NOSLIP_DIAGNOSTICS,
-    ConductiveWithScalars,
-    NoSlipFreeFallParams,
-    refuse_mode_with_moving_plates,
-)
-from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
+from simulator.equations.plates import NoSlipFreeFallParams, noslip_info, refuse_mode_with_moving_plates
+from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
-from simulator.time.schemes import IMEX
 
 
 @dataclass(frozen=True)
@@ -65,36 +57,5 @@ class Mode(InitialCondition):
                               f"{list(cfg.grid.shape)}", "is out of range")
 
 
-INFO = EquationInfo(
-    name="convection2d_noslip",
-    physics="convection",
-    summary="Rayleigh-Benard convection in a vertical plane between no-slip plates (Chebyshev, free-fall units)",
-    params=NoSlipParams,
-    initials=(ConductiveWithScalars, Mode),
-    protocol=IMEX,
-    default_integrator="rk222",
-    implementation="simulator.equations.convection2d_noslip.equation:NoSlipConvection2D",
-    dimensions=2,
-    walls="required",
-    wall_velocity=("no-slip", "free-slip"),  # each plate its own: a free surface above a no-slip plate
-    diagonal_linear=False,
-    scales=CONVECTION_SCALES,
-    default_box=(4.0, 1.0),
-    fields={
-        "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (1, Nx, Nz)",
-                                 "b", cmap="RdBu_r"),
-        "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile 1 - z (1, Nx, Nz)",
-                           r"\theta", cmap="RdBu_r"),
-        "scalar": wall_scalars.FIELD,
-        "vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r"),
-        "velocity": FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to "
-                                 "the plane (3, 1, Nx, Nz)", r"|u|"),
-    },
-    state_fields=("velocity", "theta", "scalar"),
-    diagnostics=NOSLIP_DIAGNOSTICS,
-    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
-    progress=("nusselt", "reynolds", "cfl"),
-    spectra={"energy": "kinetic energy per |k_x|, integrated over z: sums to E_K"},
-    spectrum_axes={"energy": "k_h"},
-    plot=CONVECTION_PLOT,
-)
+INFO = noslip_info(NoSlipParams, Mode, "simulator.equations.convection2d_noslip.equation:NoSlipConvection2D",
+                   dimensions=2)

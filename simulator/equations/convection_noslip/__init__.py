@@ -17,22 +17,14 @@ the onset is Ra_c = 1707.76 at a = 3.117 in a box too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
-from simulator.equations.plates import (
-    CONVECTION_PLOT,
-    CONVECTION_SCALES,
-    NOSLIP_DIAGNOSTICS,
-    ConductiveWithScalars,
-    NoSlipFreeFallParams,
-    refuse_mode_with_moving_plates,
-)
-from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
+from simulator.equations.plates import NoSlipFreeFallParams, noslip_info, refuse_mode_with_moving_plates
+from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
-from simulator.time.schemes import IMEX
 
 
 @dataclass(frozen=True)
@@ -66,37 +58,5 @@ class BoxMode(InitialCondition):
                               f"for grid.shape {list(cfg.grid.shape)}", "is out of range")
 
 
-INFO = EquationInfo(
-    name="convection_noslip",
-    physics="convection",
-    summary="Rayleigh-Benard convection in a box between no-slip plates (Chebyshev, free-fall units)",
-    params=BoxNoSlipParams,
-    initials=(ConductiveWithScalars, BoxMode),
-    protocol=IMEX,
-    default_integrator="rk222",
-    implementation="simulator.equations.convection_noslip.equation:NoSlipConvection3D",
-    walls="required",
-    wall_velocity=("no-slip", "free-slip"),  # each plate its own: a free surface above a no-slip plate
-    diagonal_linear=False,
-    scales=CONVECTION_SCALES,
-    default_box=(4.0, 4.0, 1.0),
-    fields={
-        "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (Nx, Ny, Nz)",
-                                 "b", cmap="RdBu_r"),
-        "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile 1 - z (Nx, Ny, Nz)",
-                           r"\theta", cmap="RdBu_r"),
-        "scalar": wall_scalars.FIELD,
-        "velocity": FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"),
-    },
-    state_fields=("velocity", "theta", "scalar"),
-    diagnostics={**NOSLIP_DIAGNOSTICS,
-                 "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
-                 "kmax_eta": NOSLIP_DIAGNOSTICS["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
-                 "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto "
-                        "points"},
-    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
-    progress=("nusselt", "reynolds", "cfl"),
-    spectra={"energy": "kinetic energy per shell of the horizontal wavenumber |k_h|, integrated over z: sums to E_K"},
-    spectrum_axes={"energy": "k_h"},
-    plot=replace(CONVECTION_PLOT, spectrum_label=r"$E_K(k_h)$"),
-)
+INFO = noslip_info(BoxNoSlipParams, BoxMode, "simulator.equations.convection_noslip.equation:NoSlipConvection3D",
+                   dimensions=3)
