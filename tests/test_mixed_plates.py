@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from simulator.equations.plates import growth_rate
 from simulator.time import imex
 from simulator.walls import chebyshev, eigen, flow
 
@@ -90,15 +91,18 @@ def test_a_modes_growth_changes_sign_at_the_eigen_solvers_onset(walls, temperatu
 
 # ---- runs: convection2d_noslip with each plate's own conditions (grid.walls) --------------------------------------
 
-RUN_CASES = [((NS, FS), (FV, FV), None), ((NS, FS), (FF, FF), 1.5), ((NS, NS), (FV, FF), 2.5)]
+RUN_CASES = [((NS, FS), (FV, FV), None), ((NS, FS), (FF, FF), 1.5), ((NS, NS), (FV, FF), 2.5),
+             ((FS, FS), (FV, FV), None), ((FS, FS), (FF, FF), 1.5)]
 
 
 def _run(devices, walls, temperature, k, rayleigh, case=("single", 1, None), **overrides):
-    """A plane one wavelength 2 pi / k wide, 8 x 17 points, Pr = 1, the plates ``walls`` holding ``temperature``."""
+    """A plane one wavelength 2 pi / k wide, 8 x 17 points, Pr = 1, the plates ``walls`` holding ``temperature``, on
+    the Chebyshev basis (``grid.walls.basis``: free-slip plates too)."""
     from support import simulation
 
-    values = {"physics__name": "convection2d_noslip", "grid__shape": [8, 17], "grid__box": [2 * np.pi / k, 1.0],
+    values = {"physics__name": "convection", "grid__shape": [8, 17], "grid__box": [2 * np.pi / k, 1.0],
               "grid__walls__velocity": list(walls), "grid__walls__temperature": list(temperature),
+              "grid__walls__basis": "chebyshev", "time__integrator": "rk222",
               "physics__rayleigh": rayleigh, "physics__prandtl": 1.0, **overrides}
     return simulation(devices, case, **values)
 
@@ -106,19 +110,27 @@ def _run(devices, walls, temperature, k, rayleigh, case=("single", 1, None), **o
 @pytest.mark.parametrize(("walls", "temperature", "k"), RUN_CASES,
                          ids=lambda v: "-".join(v) if isinstance(v, tuple) else ("k_c" if v is None else str(v)))
 def test_a_runs_mode_changes_growth_at_the_onset_of_its_plates(devices, walls, temperature, k):
-    """A run of ``convection2d_noslip`` whose plates are given each its own conditions (``grid.walls.velocity`` and
-    ``.temperature``; a free surface above a no-slip plate, fixed fluxes, a fixed flux above a fixed temperature)
-    from the eigen-solver's mode (``initial.name: mode``, its plates' own), at 1e-3 above and below the marginal
-    Rayleigh number of its wavenumber (k_c where the temperatures are fixed: 1100.65): its kinetic energy grows above
-    and decays below, at twice the eigen-solver's rate to 2e-3 relative (RK222, dt = 0.05 over t = 1)."""
+    """A run of ``physics.name: convection`` on the Chebyshev basis whose plates are given each its own conditions
+    (``grid.walls.velocity`` and ``.temperature``; a free surface above a no-slip plate, fixed fluxes, a fixed flux
+    above a fixed temperature, and free-slip plates on ``grid.walls.basis: chebyshev``) from the eigen-solver's mode
+    (``initial.name: mode``, its plates' own), at 1e-3 above and below the marginal Rayleigh number of its
+    wavenumber (k_c where the temperatures are fixed: 1100.65 below a free surface, 27 pi^4/4 at pi/sqrt(2) between
+    free-slip plates): its kinetic energy grows above and decays below, at twice the eigen-solver's rate to 2e-3
+    relative (RK222, dt = 0.05 over t = 1); between free-slip plates of fixed temperature at the exact rate of linear
+    theory (Chandrasekhar 1961, ch. II) too."""
     from support import advance
 
     if k is None:
         _, k = eigen.rayleigh_benard_onset(walls, temperature=temperature)
     marginal = eigen.rayleigh_number(k, walls, temperature=temperature)
+    exact = walls == (FS, FS) and temperature == (FV, FV)
+    if exact:
+        assert marginal == pytest.approx(27 * np.pi**4 / 4, rel=1e-9)
+        assert k == pytest.approx(np.pi / np.sqrt(2), rel=1e-6)
     for sign in (1.0, -1.0):
         ra = marginal * (1 + sign * 1e-3)
         sim = _run(devices, walls, temperature, k, ra, initial__name="mode", initial__amplitude=1e-8)
+        assert sim.cfg.physics.name == "convection2d_noslip"
         start = sim.initial_state()
         end = advance(sim, start, 0.05, 20)
         before, after = (float(sim.diagnostics(s, 0.05)["kinetic_energy"]) for s in (start, end))
@@ -126,6 +138,8 @@ def test_a_runs_mode_changes_growth_at_the_onset_of_its_plates(devices, walls, t
         sigma = eigen.rayleigh_benard_growth(ra, 1.0, k, walls, temperature=temperature)[0]
         assert np.sign(rate) == np.sign(sigma) == sign
         assert rate == pytest.approx(sigma, rel=2e-3)
+        if exact:
+            assert rate == pytest.approx(growth_rate(ra, 1.0, k, 1), rel=2e-3)
 
 
 def test_a_distributed_run_below_a_free_surface_equals_the_single_device_one(devices):

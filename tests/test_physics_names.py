@@ -90,3 +90,27 @@ def test_a_run_named_by_its_physics_runs_and_stores_the_equation_it_ran(tmp_path
     first = next(line for line in (out / "run.log").read_text().splitlines() if " run " in line)
     assert ": convection2d_noslip (physics.name convection on this plane and plates) on grid [16, 9]" in first, first
     assert yaml.safe_load((out / "config.yaml").read_text())["config"]["physics"]["name"] == "convection2d_noslip"
+
+
+def test_free_slip_plates_run_on_the_chebyshev_basis_where_grid_walls_basis_asks():
+    """``grid.walls.basis``: free-slip plates on sine and cosine series by default (auto, sincos), on Chebyshev series
+    where it says chebyshev (the Chebyshev equation, which then also takes a fixed flux between free-slip plates);
+    what cannot run is refused in one line naming the key: sincos with a no-slip plate, chebyshev for a sine and
+    cosine equation named by its own name."""
+    free = {"grid.walls.velocity": ["free-slip", "free-slip"]}
+    config = CONFIGS + "convection_2d_noslip.yaml"
+    assert load(config, {**free, "time.integrator": "rk4"}).physics.name == "convection2d"
+    assert load(config, {**free, "grid.walls.basis": "sincos", "time.integrator": "rk4"}).physics.name == "convection2d"
+    cfg = load(config, {**free, "grid.walls.basis": "chebyshev", "grid.walls.temperature": ["fixed-flux"] * 2})
+    assert cfg.physics.name == "convection2d_noslip" and cfg.grid.walls.series == "chebyshev"
+    assert load(CONFIGS + "convection_3d.yaml", {"grid.walls.basis": "chebyshev", "time.integrator": "rk222"}
+                ).physics.name == "convection_noslip"
+    with pytest.raises(ConfigError, match=r"^grid\.walls\.basis = 'sincos' cannot hold a no-slip plate; auto or "
+                                          r"chebyshev with a no-slip plate"):
+        load(config, {"grid.walls.basis": "sincos"})
+    with pytest.raises(ConfigError, match=r"^grid\.walls\.basis = 'chebyshev' is not available for this equation; "
+                                          r"auto or sincos for physics.name = convection2d .*physics.name convection "
+                                          r"or convection2d_noslip$"):
+        load(config, {**free, "physics.name": "convection2d", "grid.walls.basis": "chebyshev"})
+    with pytest.raises(ConfigError, match=r"grid\.walls\.basis: chebyshev"):  # the fixed flux's own refusal says how
+        load(config, {**free, "grid.walls.temperature": ["fixed-flux"] * 2, "time.integrator": "rk4"})

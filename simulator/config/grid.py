@@ -37,7 +37,7 @@ def plates_axis(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]
             f"second direction, as a box's (write {PLATES_AXIS})")
 
 
-#: a velocity's condition at a plate (:attr:`WallsConfig.basis` the bounded basis the pair takes)
+#: a velocity's condition at a plate (:attr:`WallsConfig.series` the bounded basis the pair takes)
 VELOCITY_WALLS = ("free-slip", "no-slip")
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
 SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
@@ -66,6 +66,10 @@ class WallsConfig:
                                            "same at both between free-slip plates (a fixed flux there only with "
                                            "no-slip plates: between free-slip ones it would make the temperature a "
                                            "cosine series)")
+    basis: str = setting("auto", "the basis across the plates: auto (sine and cosine series between free-slip "
+                         "plates, Chebyshev with a no-slip plate), sincos (free-slip plates only) or chebyshev (any "
+                         "plates: free-slip plates on Chebyshev series as Dedalus runs them, each plate its own "
+                         "temperature condition)", choices=("auto", "sincos", "chebyshev"))
 
     @property
     def on(self) -> bool:
@@ -73,9 +77,12 @@ class WallsConfig:
         return self.axis is not None
 
     @property
-    def basis(self) -> str:
-        """The bounded direction's basis (a key of :data:`simulator.fft.bases.BOUNDED`): ``sincos`` between
-        free-slip plates, ``chebyshev`` where a plate is no-slip (each plate its own conditions there)."""
+    def series(self) -> str:
+        """The bounded direction's basis (a key of :data:`simulator.fft.bases.BOUNDED`) that runs: :attr:`basis`
+        where it names one; else ``chebyshev`` where a plate is no-slip (each plate its own conditions there) and
+        ``sincos`` between free-slip plates."""
+        if self.basis != "auto":
+            return self.basis
         return "chebyshev" if "no-slip" in self.velocity else "sincos"
 
     def parity(self) -> str:
@@ -221,24 +228,37 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"{' or '.join(info.wall_velocity)} plates "
                               f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
                               f"{' or '.join(takes)}", "is not available for this equation")
-    if info.wall_velocity[0] == "no-slip" and "no-slip" not in walls.velocity:  # a Chebyshev equation
+    if walls.basis == "sincos" and "no-slip" in walls.velocity:
+        raise ConfigError("grid.walls.basis", walls.basis, "auto or chebyshev with a no-slip plate (the sine and "
+                          f"cosine series hold free-slip plates only; grid.walls.velocity = {list(walls.velocity)})",
+                          "cannot hold a no-slip plate")
+    if info.wall_velocity[0] == "free-slip" and walls.series == "chebyshev":  # a sine and cosine equation
+        takes = sorted(name for name, other in equations.items() if other.walls != "none"
+                       and other.wall_velocity[0] == "no-slip" and other.dimensions == info.dimensions
+                       and "free-slip" in other.wall_velocity)
+        names = ([info.physics] if info.physics else []) + takes
+        raise ConfigError("grid.walls.basis", walls.basis, f"auto or sincos for physics.name = {cfg.physics.name} "
+                          f"(sine and cosine series); the Chebyshev basis: physics.name {' or '.join(names)}",
+                          "is not available for this equation")
+    if info.wall_velocity[0] == "no-slip" and walls.series != "chebyshev":  # a Chebyshev equation
         takes = sorted(name for name, other in equations.items() if other.walls != "none"
                        and other.wall_velocity[0] == "free-slip" and other.dimensions == info.dimensions)
+        on_chebyshev = ", or grid.walls.basis: chebyshev" if "free-slip" in info.wall_velocity else ""
         raise ConfigError("grid.walls.velocity", list(walls.velocity), f"a no-slip plate at least for physics.name = "
-                          f"{cfg.physics.name} (the Chebyshev basis); free-slip plates: physics.name "
-                          f"{' or '.join(takes)}", "has no no-slip plate")
+                          f"{cfg.physics.name} (the Chebyshev basis){on_chebyshev}; free-slip plates on sine and "
+                          f"cosine series: physics.name {' or '.join(takes)}", "has no no-slip plate")
     for i, condition in enumerate(walls.temperature):
         if condition not in SCALAR_WALLS:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), f"two of: {', '.join(SCALAR_WALLS)}"
                               " (bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
-    if len(set(walls.temperature)) > 1 and walls.basis == "sincos":
+    if len(set(walls.temperature)) > 1 and walls.series == "sincos":
         raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates, "
                           "[fixed-value, fixed-value] or [fixed-flux, fixed-flux], between free-slip plates (the "
                           "sine and cosine basis holds a field as one sine or one cosine series); a plate of each "
-                          "with a no-slip plate", "mixes conditions")
-    fewest, across = MIN_ACROSS[walls.basis], cfg.grid.shape[-1]
+                          "with a no-slip plate or grid.walls.basis: chebyshev", "mixes conditions")
+    fewest, across = MIN_ACROSS[walls.series], cfg.grid.shape[-1]
     if across < fewest:
-        kind, basis = ("no-slip", "Chebyshev") if walls.basis == "chebyshev" else ("free-slip", "sine and cosine")
+        kind, basis = ("no-slip", "Chebyshev") if walls.series == "chebyshev" else ("free-slip", "sine and cosine")
         raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the {kind} plates "
                           f"(the last entry): the fewest the {basis} basis runs with",
                           "has too few points across the plates")
@@ -293,6 +313,8 @@ def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     velocity = walls.get("velocity") if isinstance(walls, Mapping) else None
     no_slip = (VELOCITY_WALLS[1] in velocity if isinstance(velocity, (list, tuple))
                else info.wall_velocity[0] == VELOCITY_WALLS[1])
+    # free-slip plates on the Chebyshev basis where the config asks for it (grid.walls.basis), as Dedalus runs them
+    no_slip = no_slip or (isinstance(walls, Mapping) and walls.get("basis") == "chebyshev")
     members = [m for m in equations.values() if m.physics == name and m.dimensions == dims]
     # plates no member takes go to the grid's member, which refuses them in its words
     chosen = next((m for m in members if (VELOCITY_WALLS[1] in m.wall_velocity) == no_slip),

@@ -109,7 +109,8 @@ class FreeFallParams(EquationParams):
         if walls.temperature != ("fixed-value", "fixed-value") and not self.FIXED_FLUX:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "
                               "fixed flux makes the temperature a cosine series, which the sine series of w does not "
-                              "drive diagonally", f"is not available for {self.name}")
+                              "drive diagonally (a fixed flux between free-slip plates runs on grid.walls.basis: "
+                              "chebyshev)", f"is not available for {self.name}")
         if abs(cfg.grid.box[-1] - 1.0) > 1e-12:
             raise ConfigError("grid.box", list(cfg.grid.box), f"{[*cfg.grid.box[:-1], 1]}: free-fall units measure "
                               "lengths in the distance between the plates", "does not put the plates 1 apart")
@@ -219,7 +220,7 @@ def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
         raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
                           f"between plates at rest (physics.plate_velocity = {list(cfg.physics.plate_velocity)})",
                           "is not available with moving plates")
-    if "fixed-flux" in cfg.grid.walls.temperature and cfg.grid.walls.basis == "sincos":
+    if "fixed-flux" in cfg.grid.walls.temperature and cfg.grid.walls.series == "sincos":
         raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
                           "between free-slip plates of fixed temperature (grid.walls.temperature = "
                           f"{list(cfg.grid.walls.temperature)})", "is not available with fixed-flux plates")

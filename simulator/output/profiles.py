@@ -112,7 +112,7 @@ def host(values: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
-    heights = BOUNDED[cfg.grid.walls.basis](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
+    heights = BOUNDED[cfg.grid.walls.series](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
     return [ProfilesWriter(Schedule.of(cfg.output.section("profiles")), heights, ctx.rank0,
                            {**CODE_UNITS, **cfg.physics.clock().units()})]
 

@@ -250,7 +250,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     schedule = Schedule.of(cfg.output.section("snapshots"))
     return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
                            cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked],
-                           bounded=cfg.grid.walls.basis if cfg.grid.walls.on else None,
+                           bounded=cfg.grid.walls.series if cfg.grid.walls.on else None,
                            descriptions={n: described(info[n].doc) for n in names})]
 
 

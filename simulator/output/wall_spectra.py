@@ -116,7 +116,7 @@ def host(values: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
-    heights = BOUNDED[cfg.grid.walls.basis](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
+    heights = BOUNDED[cfg.grid.walls.series](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
     return [WallSpectraWriter(Schedule.of(cfg.output.section("spectra")), {**wavenumbers(cfg), "z": heights},
                               ctx.rank0, {**CODE_UNITS, **cfg.physics.clock().units()},
                               registry()[cfg.physics.name].wall_spectra)]
