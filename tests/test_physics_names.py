@@ -114,3 +114,14 @@ def test_free_slip_plates_run_on_the_chebyshev_basis_where_grid_walls_basis_asks
         load(config, {**free, "physics.name": "convection2d", "grid.walls.basis": "chebyshev"})
     with pytest.raises(ConfigError, match=r"grid\.walls\.basis: chebyshev"):  # the fixed flux's own refusal says how
         load(config, {**free, "grid.walls.temperature": ["fixed-flux"] * 2, "time.integrator": "rk4"})
+
+
+def test_plates_conditions_without_plates_are_said_to_be_ignored():
+    """``grid.walls.*`` on a periodic grid (``grid.walls.axis`` null): one line per key, saying it is ignored and how
+    to have plates (a process of its own: each line once per process)."""
+    done = subprocess.run([sys.executable, "-m", "simulator", "validate", CONFIGS + "taylor_green.yaml", "--set",
+                           "grid.walls.basis=chebyshev", "--set", "grid.walls.temperature=[fixed-flux, fixed-flux]"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "is ignored: grid.walls.axis is null" in line]
+    assert len(said) == 2 and "grid.walls.basis" in said[0] and "grid.walls.temperature" in said[1], done.stderr

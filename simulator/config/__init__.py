@@ -90,6 +90,11 @@ def load(source: str | Path | Mapping[str, Any] | None,
     if not stored and isinstance(physics, Mapping):  # a stored config holds every key, each drive's among them
         for line in cfg.physics.ignored_keys(physics):
             _note_ignored(line)
+    walls = tree.get("grid", {}).get("walls") if isinstance(tree.get("grid"), Mapping) else None
+    if not stored and not cfg.grid.walls.on and isinstance(walls, Mapping):  # plates' conditions without plates
+        for key in sorted(set(walls) - {"axis"}):
+            _note_ignored(f"grid.walls.{key} is ignored: grid.walls.axis is null, every direction periodic (set "
+                          f"grid.walls.axis: z for plates)")
     return cfg
 
 
