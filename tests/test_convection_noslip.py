@@ -228,7 +228,8 @@ def test_a_sweep_of_moving_plates_is_one_ensemble_job_and_a_bad_point_refuses_it
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"has no no-slip plate; a no-slip plate at least for physics\.name = convection2d_noslip \(the Chebyshev "
-     r"basis\); free-slip plates: physics\.name convection2d"),
+     r"basis\), or grid\.walls\.basis: chebyshev; free-slip plates on sine and cosine series: "
+     r"physics\.name convection2d"),
     ({"grid.walls.velocity": "[no-slip,sticky]"}, r"^error: grid\.walls\.velocity = .* has 'sticky' at the top plate"),
     ({"grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the grid periodic"),
     # mixed plates ran as fixed flux at both, silently; they run now (tests/test_mixed_plates.py), but a scalar takes

@@ -154,7 +154,8 @@ def test_a_no_slip_box_restart_ends_bitwise_where_the_straight_run_ends(tmp_path
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"has no no-slip plate; a no-slip plate at least for physics\.name = convection_noslip \(the Chebyshev "
-     r"basis\); free-slip plates: physics\.name convection$"),
+     r"basis\), or grid\.walls\.basis: chebyshev; free-slip plates on sine and cosine series: "
+     r"physics\.name convection$"),
     ({"initial.name": "mode", "initial.modes": "[3,0]"}, r"^error: initial\.modes = \[3, 0\] is out of range"),
     ({"initial.name": "mode", "initial.modes": "[0,0]"}, r"^error: initial\.modes = \[0, 0\] is out of range"),
     ({"initial.name": "mode", "physics.plate_velocity": "[0,1]"}, r"^error: initial\.name = 'mode' is not available "

@@ -242,7 +242,9 @@ def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_pa
     states = [s for _, s in written]
     assert states[0] == "running" and states[-1] == "finished" and set(states) == {"running", "finished"}
     running = [t for t, s in written if s == "running"]
-    assert len(running) <= 2 + elapsed / segment.STATUS_EVERY < 100  # 100 chunks: once each before
+    assert len(running) <= 2 + elapsed / segment.STATUS_EVERY
+    # 100 chunks: once each before; a machine so loaded that a chunk takes longer than the rule may rewrite at each
+    assert len(running) < 100 or elapsed > 100 * segment.STATUS_EVERY
     assert all(b - a >= segment.STATUS_EVERY for a, b in zip(running[1:], running[2:]))
     assert rundir.read_status(tmp_path / "run")["state"] == "finished"
 

@@ -308,8 +308,10 @@ def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     if info is None or info.physics != name:  # no family, or a member named by its own name
         return data
     grid = data.get("grid") if isinstance(data.get("grid"), Mapping) else {}
-    shape, walls = grid.get("shape"), grid.get("walls")
-    dims = len(shape) if isinstance(shape, (list, tuple)) and len(shape) in (2, 3) else info.dimensions
+    shape, walls, box = grid.get("shape"), grid.get("walls"), grid.get("box")
+    # the plane or the box: grid.shape's entries, else (one number: a square or a cube) grid.box's
+    given = next((len(v) for v in (shape, box) if isinstance(v, (list, tuple)) and len(v) in (2, 3)), None)
+    dims = given or info.dimensions
     velocity = walls.get("velocity") if isinstance(walls, Mapping) else None
     no_slip = (VELOCITY_WALLS[1] in velocity if isinstance(velocity, (list, tuple))
                else info.wall_velocity[0] == VELOCITY_WALLS[1])
