@@ -74,7 +74,13 @@ class WallNormal:
         if not clamped:  # free-slip plates: no influence function
             return cls(vorticity, velocity, jnp.zeros((*alpha.shape, 0, n)), jnp.zeros((*alpha.shape, 0, 0)), length,
                        tuple(walls))
-        homogeneous = jnp.stack([velocity.solve(-phi) for phi in phis], -2)
+        # w of phi: (k^2 - d^2/dz^2) w = -phi, w = 0 at the plates. phi is a boundary layer of height 1 and w of the
+        # order 1/alpha, so solving for w directly cancels order-one coefficients (1e-10 of w lost at alpha ~ 1e6).
+        # Since (alpha + k^2 - d^2/dz^2) phi = 0, w = phi/alpha + chi with chi harmonic, (k^2 - d^2/dz^2) chi = 0,
+        # and chi = -phi/alpha at the plates: the same discrete solution (both problems' residuals lie in the span
+        # of T_{N+1}'' and T_{N+2}'', helmholtz's tau residual), without the cancellation.
+        homogeneous = jnp.stack([phi / alpha[..., None] + velocity.solve(zero, -(p == 0) / alpha, -(p == 1) / alpha)
+                                 for p, phi in zip(clamped, phis, strict=True)], -2)
         influence = jnp.swapaxes(_wall_slopes(homogeneous, length, clamped), -1, -2)
         return cls(vorticity, velocity, homogeneous, influence, length, tuple(walls))
 
