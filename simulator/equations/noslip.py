@@ -172,23 +172,19 @@ class NoSlipConvection(ImexEquation):
 
     def _vorticity_hat(self, state: flow.State) -> list[jax.Array]:
         """The vorticity's spectra: omega_y = du/dz - dw/dx in a plane; (omega_x, omega_y, omega_z) in a box."""
-        hats = self.velocity_hat(state)
         if self.plane:
-            u, w = hats
+            u, w = self.velocity_hat(state)
             return [self._dz(u) - 1j * self.kx * w]
-        u, v, w = hats
+        u, v, w = self.velocity_hat(state)
         return [1j * self.ky * w - self._dz(v), self._dz(u) - 1j * self.kx * w, 1j * self.kx * v - 1j * self.ky * u]
 
     def _advected(self, state: flow.State) -> jax.Array:
-        """u x omega + theta z_hat for the velocity's C components and -(u . grad) f for theta and each passive
-        scalar (plus the conductive gradient carried by w on theta) on the grid, ``(C + 1 + S, *grid)``.
-
-        The velocity's products are in rotational form, -(u . grad) u = u x omega - grad |u|^2/2, the gradient
-        dropped: h_w's curl of the curl and h_zeta's curl remove it, and the mean flow's h_(U, V), averages over the
-        periodic axes, hold none of it. That transforms the vorticity (one field in a plane, three in a box) instead
-        of the velocity's gradient (four, nine): 6 inverse transforms a plane's stage instead of 9, 10 a box's instead
-        of 16. The two forms differ by the aliasing of the dropped gradient's products (their dealiased spectra are
-        not a spectral gradient), not in the continuous equations; u . (u x omega) = 0 at every point."""
+        """u x omega + theta z_hat for the C velocity components, -(u . grad) f for theta (plus the conductive
+        gradient carried by w) and each passive scalar, on the grid, ``(C + 1 + S, *grid)``. The rotational form,
+        -(u . grad) u = u x omega - grad |u|^2/2, drops the gradient: h_w's curl of the curl and h_zeta's curl remove
+        it, the mean flow's horizontal averages hold none. It transforms the vorticity (1 field, 3 in a box), not the
+        velocity's gradient (4, 9): 6 inverse transforms a plane's stage, not 9; 10 a box's, not 16. The forms differ
+        by the dropped gradient's aliasing (its dealiased products are no spectral gradient)."""
         spectrum, count = self._spectra(state)
         c = len(self._components())
         fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), jnp.arange(count))
