@@ -245,8 +245,6 @@ FULL_LINES = int(0.95 * STANDARD_LINES)
 ALLOWED_LINES = {
     "simulator.fft.base": 400,  # the one interface every backend implements: its methods and their shared defaults
     "simulator.fft.local": 421,  # the local FFT's two paths: each FFTW call (r2c, c2r, c2c, DCT-I) with its transpose
-    "simulator.equations.noslip": 410,  # no-slip convection's plane and box in one class (terms, solves, fields,
-    # diagnostics); a no-slip flow base shared with the channel is what would split it
     "simulator.fft.window": 418,  # the windows' weights and their gather and scatter as JAX primitives, one per path
     "simulator.output.checkpoints": 425,  # writing, validating, restoring and listing read one marker and layout
     "simulator.output.hdf5": 512,  # the writer and the readers share one file layout: apart, one could change alone

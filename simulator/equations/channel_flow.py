@@ -1,83 +1,57 @@
 """Plane Couette and Poiseuille flow between no-slip plates, in a plane or a box: the implementation
-(:class:`ChannelFlow`), on the flow core of :mod:`simulator.walls.flow`, its transforms the project's distributed FFT
-backend (``forward_walls`` / ``inverse_walls`` with the Chebyshev basis).
+(:class:`ChannelFlow`), on the skeleton of the no-slip family (:class:`simulator.equations.noslip_flow.
+NoSlipEquation`: the layout, the velocity, the explicit terms in rotational form, the step) and the flow core of
+:mod:`simulator.walls.flow`.
 
-Here y names the wall-normal direction (a box's config calls it z) and s a box's spanwise one. The state is a
-:class:`simulator.walls.flow.State` of walled Chebyshev spectra (NumPy's FFT along the periodic axes, unnormalised,
-by the Chebyshev coefficients across the plates): in a plane ``w`` ``(1, Nx, Ny)`` the wall-normal velocity and
-``zeta`` None; in a box ``w`` and the wall-normal vorticity ``zeta`` = i k_x v_s - i k_s u, ``(Nx, Ns, Ny)``;
-``mean`` ``(2, Ny)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars`` the
-passive scalars ``(S, *grid)`` (:mod:`simulator.equations.wall_scalars`; None without any). Its arrays are held
-split along the first axis and whole across the plates (the real layout), so each device solves its modes' columns
-whole.
-
-The explicit terms, per stage: the velocity along the plates by continuity and zeta
-(:func:`simulator.walls.wall_normal.horizontal_velocity`; the mean flow at k = 0), H = -(u . grad) u formed on the
-grid (advective form), transformed back and dealiased by the 2/3 rule along the periodic axes and along the
-Chebyshev coefficients (as :mod:`simulator.equations.convection2d_noslip`), then h_w = -d/dy (i k_x H_x + i k_s
-H_s) - k^2 H_y (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_s - i k_s H_x, and the mean flow's
-h_U = <H_x> plus the drive's G, h_V = <H_s>; each passive scalar's -(u . grad) s, formed and dealiased alike.
+The plates are across the grid's last axis, z in configs (the profiles and the budget below write the wall-normal
+direction y, as channel papers do); a velocity's components are listed streamwise, [spanwise,] wall-normal. The
+state is a :class:`simulator.walls.flow.State`: in a plane ``w`` ``(1, Nx, Nz)`` the wall-normal velocity and
+``zeta`` None; in a box ``w`` and the wall-normal vorticity ``zeta`` = i k_x v - i k_y u ``(Nx, Ny, Nz)``; ``mean``
+``(2, Nz)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars`` the passive
+scalars ``(S, *grid)`` (:mod:`simulator.equations.wall_scalars`; None without any). The explicit terms are the
+family's with the products in advective form, -(u . grad) u (:meth:`ChannelFlow._advected` says why), and the
+drive's G on h_U.
 
 Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
 ``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
 (the mean flow's solves alone: :meth:`simulator.walls.flow.NoSlipFlow.mean_response`) and G the one value that
 restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's order in time). Real
-fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
-Gauss-Lobatto heights y_j.
+fields are a plane's ``(1, Nx, Nz)`` or a box's ``(Nx, Ny, Nz)`` on the periodic points and the Gauss-Lobatto
+heights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from simulator.equations import wall_scalar_terms
-from simulator.equations.base import ImexEquation, Params
+from simulator.equations.base import Params
 from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
-from simulator.equations.scalars import field_info
-from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import chebyshev_dealias, without_nyquist
+from simulator.equations.noslip_flow import NoSlipEquation
+from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
 from simulator.time import imex
 from simulator.walls import channel, chebyshev, flow
-from simulator.walls.wall_normal import horizontal_velocity
 
 
-class ChannelFlow(ChannelOutputs, ImexEquation):
+class ChannelFlow(ChannelOutputs, NoSlipEquation):
     """A channel between no-slip plates, in a plane (:mod:`simulator.equations.channel2d`) or a box
     (:mod:`simulator.equations.channel`), whose classes give it their declaration (``info``):
     the components of a velocity are listed streamwise, [spanwise,] wall-normal."""
 
-    # the spectra in the real layout (split along the first axis, whole across the plates); the mean flow whole on
-    # every device
-    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
-
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ChannelParams | None = None):
         physics = self.info.params() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
-        # a plane's streamwise axis is the second of (1, Nx, Ny); a box's the first, its spanwise the second
-        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
-
-    @property
-    def plane(self) -> bool:
-        """Whether the channel is a plane (x, y), not a box (x, y, z)."""
-        return self.info.dimensions == 2
-
-    @property
-    def field_info(self) -> Mapping[str, FieldInfo]:
-        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
-        return field_info(self.info.fields, len(self.physics.scalars))
 
     @property
     def drive(self) -> str:
@@ -90,46 +64,6 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         given = self.physics.pressure_gradient
         return 2 / params["reynolds"] if given is None else given
 
-    @property
-    def _periodic(self) -> tuple[tuple[int, float, float], ...]:
-        """(axis, points, period) of the streamwise and (a box's) spanwise directions."""
-        axes = (1,) if self.plane else (0, 1)
-        return tuple((a, self.fft.shape[a], self.box[a]) for a in axes)
-
-    @property
-    def _count(self) -> int:
-        """The points of a plane of the periodic directions: the unnormalised spectrum's mean factor."""
-        return self.fft.shape[0] * self.fft.shape[1]
-
-    # ---- layout --------------------------------------------------------------------------------------------
-
-    def _forward(self, x: jax.Array) -> jax.Array:
-        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEBYSHEV),
-                                                self.fft.real_sharding(x.ndim - 3))
-
-    def _inverse(self, k: jax.Array) -> jax.Array:
-        return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEBYSHEV)
-
-    def _dy(self, k: jax.Array) -> jax.Array:
-        """d/dy across the plates of a Chebyshev series (the wall-normal direction, whatever the config calls it)."""
-        return chebyshev.derivative(k, self.box[2])
-
-    def _mean_mode(self) -> jax.Array:
-        return (self.kx == 0) & (self.ky == 0)
-
-    def _dealias(self) -> jax.Array:
-        """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
-        periodic = [(n, length) for _, n, length in self._periodic]
-        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
-
-    def _replicated(self, x: jax.Array) -> jax.Array:
-        return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
-
-    def _mean_of(self, hat: jax.Array) -> jax.Array:
-        """The periodic mean's Chebyshev coefficients ``(Ny,)`` of a walled spectrum."""
-        return jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat, 0.0), axis=(0, 1))) / self._count
-
     def plate_velocity(self, params: Params) -> jax.Array:
         """U: the top plate's speed (the bottom one's is -U); zero unless the drive is ``couette``."""
         return params["plate_velocity"] if self.drive == "couette" else jnp.zeros((), self.dtype)
@@ -139,65 +73,47 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         diffusivities and plates."""
         speed = self.plate_velocity(params)
         kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
-        conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._count)
+        conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._cells)
         # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
                                flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
                                hermitian=self.fft.devices == 1)
 
-    def velocity_hat(self, state: flow.State) -> list[jax.Array]:
-        """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
-        continuity and the wall-normal vorticity (:func:`simulator.walls.wall_normal.horizontal_velocity`), the mean
-        flow (times the plane's points: the spectrum's normalisation) at k = 0."""
-        mean = self._mean_mode()
-        zeta = jnp.zeros_like(state.w) if state.zeta is None else state.zeta
-        u, v = horizontal_velocity(state.w, zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
-                                   self.box[2])
-        u = jnp.where(mean, self._count * state.mean[0], u)
-        if self.plane:
-            return [u, state.w]
-        return [u, jnp.where(mean, self._count * state.mean[1], v), state.w]
-
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
         directions), one batched inverse transform."""
         hats = self.velocity_hat(state)
-        slopes = [lambda c: 1j * self.kx * c] + ([] if self.plane else [lambda c: 1j * self.ky * c]) + [self._dy]
+        slopes = [lambda c: 1j * self.kx * c] + ([] if self.plane else [lambda c: 1j * self.ky * c]) + [self._dz]
         m = len(hats)
-        values = self._inverse(jnp.stack(hats + [d(c) for c in hats for d in slopes]))
+        values = self._inverse(jnp.stack([*hats, *(d(c) for c in hats for d in slopes)]))
         return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
 
-    def _scalar_slopes(self, scalars: jax.Array) -> jax.Array:
-        """The passive scalars' gradients on the grid, ``(S, m, *grid)``, components as the velocity's."""
-        slopes = [lambda f: 1j * self.kx * f] + ([] if self.plane else [lambda f: 1j * self.ky * f]) + [self._dy]
-        return jnp.stack([self._inverse(jnp.stack([d(s) for d in slopes])) for s in scalars])
-
-    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
-        """h_w, h_zeta (a box's), h_U, h_V (h_U without the drive) and the passive scalars' h_s of the module
-        docstring."""
+    def _advected(self, state: flow.State) -> jax.Array:
+        """-(u . grad) u and each passive scalar's -(u . grad) s on the grid, ``(C + S, *grid)``: the advective form,
+        not the family's rotational one. In rotational form the channels tutorial's coarse run (16 x 16 x 24 at
+        Re_tau 180, CFL 0.5) blew up at t = 23.5, which the advective form runs to t = 30: the mean shear's products
+        alias across the plates, where truncating the Chebyshev coefficients does not dealias, and the rotational
+        form's aliasing errors are the larger there (Zang 1991, Appl. Numer. Math. 7, 27)."""
         c, g = self._grid(state)
         m = len(c)
         advected = [-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]
         if state.scalars is not None:
-            slopes = self._scalar_slopes(state.scalars)
-            advected += [-sum(c[j] * slope[j] for j in range(m)) for slope in slopes]
-        hat = self._dealias() * self._forward(jnp.stack(advected))
-        along, normal = hat[0], hat[m - 1]
-        span = jnp.zeros_like(along) if self.plane else hat[1]
-        h_w = -self._dy(1j * self.kx * along + 1j * self.ky * span) - (self.kx**2 + self.ky**2) * normal
-        h_zeta = None if self.plane else 1j * self.kx * span - 1j * self.ky * along
-        mean_u = self._mean_of(along)
-        mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u) if self.plane else self._mean_of(span)]))
-        return flow.State(h_w, h_zeta, mean, None if state.scalars is None else hat[m:])
+            slopes = [lambda f: 1j * self.kx * f] + ([] if self.plane else [lambda f: 1j * self.ky * f]) + [self._dz]
+            for s in state.scalars:
+                gradient = self._inverse(jnp.stack([d(s) for d in slopes]))
+                advected.append(-sum(c[j] * gradient[j] for j in range(m)))
+        return jnp.stack(advected)
 
     def _drive(self, gradient: jax.Array | float, like: jax.Array) -> jax.Array:
-        """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
-        return jnp.zeros_like(like).at[0, 0].set(gradient)
-
-    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
-        """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
-        return self.core(params).factor(dt, tableau)
+        """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0. A product with a constant, not
+        an update of one entry: with the products in rotational form, a slab's compiled step (JAX 0.10.2 on CPU)
+        read a wrong value at the first entry of the second device's half of a mean flow split along its
+        coefficients where the entry was updated (1.9e-4 from the single device after one step); a product is
+        partitioned as any elementwise operation."""
+        unit = np.zeros(like.shape)
+        unit[0, 0] = 1.0
+        return jnp.asarray(gradient, like.dtype) * jnp.asarray(unit, like.dtype)
 
     def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
                   factored: flow.Factored | None = None) -> flow.State:
@@ -218,17 +134,12 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
 
     # ---- states and fields ------------------------------------------------------------------------------
 
-    def heights(self) -> jax.Array:
-        """The wall-normal coordinate of the grid points, ``(1, 1, Ny)``: the Gauss-Lobatto points, both plates
-        among them."""
-        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
-
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
         """The state of ``velocity`` ``(3, *shape)`` (its wall-normal component, a box's wall-normal vorticity and
         the periodic mean of the components along the plates) and the passive scalars ``scalar`` ``(S, *shape)``."""
         velocity = fields["velocity"].astype(self.dtype)
         along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
-        ks, periodic = (self.kx, self.ky), [(n, length) for _, n, length in self._periodic]
+        ks, periodic = (self.kx, self.ky), [(self.fft.shape[a], self.box[a]) for a in self._axes]
 
         def forward(x: jax.Array) -> jax.Array:
             return without_nyquist(self._forward(x), ks[:len(periodic)], periodic)
@@ -261,17 +172,9 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
 
     # ---- diagnostics, profiles and spectra -----------------------------------------------------------------
 
-    def _weights(self) -> jax.Array:
-        """Clenshaw-Curtis weights across the plates over the gap: a mean's ``(Ny,)``."""
-        return jnp.asarray(chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
-
-    def _volume_mean(self, f: jax.Array) -> jax.Array:
-        """The mean over the channel of a grid field ``(..., *shape)``."""
-        return jnp.sum(jnp.mean(f, axis=(-3, -2)) * self._weights(), axis=-1)
-
     def wall_stresses(self, state: flow.State, params: Params) -> tuple[jax.Array, jax.Array]:
         """The wall shear stress on the bottom plate, nu dU/dy there, and on the top one, -nu dU/dy."""
-        bottom, top = chebyshev.boundary_values(self._dy(state.mean[0]))
+        bottom, top = chebyshev.boundary_values(self._dz(state.mean[0]))
         return bottom / params["reynolds"], -top / params["reynolds"]
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -286,7 +189,7 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         y = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
         gaps = np.diff(y)
         local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
-        steps = [self.spacing[a] for a, _, _ in self._periodic]
+        steps = [self.spacing[a] for a in self._axes]
         squared = sum(f**2 for f in c)
         # the grid's spacings in wall units against those of a resolved channel DNS (Moser, Kim & Mansour 1999 at
         # Re_tau = 180: dx+ 17.7, dz+ 5.9, the first point y+ 0.05, mid-channel dy+ 4.4): at least 1 where every one
@@ -296,7 +199,7 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         wall = jnp.min(jnp.stack([t * viscous / float(h) for t, h in zip(targets, steps, strict=True)]
                                  + [viscous / float(gaps[0]), 8.0 * viscous / float(gaps.max())]))
         out = {} if state.scalars is None else wall_scalar_terms.diagnostics(
-            state.scalars, self._inverse(state.scalars), params, self._mean_mode(), self._count, self.box[2],
+            state.scalars, self._inverse(state.scalars), params, self._mean_mode(), self._cells, self.box[2],
             self._volume_mean)
         return {**out, "kinetic_energy": 0.5 * self._volume_mean(squared),
                 "wall_resolution": wall,
@@ -319,7 +222,7 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         uv = jnp.mean(prime[0] * prime[-1], axis=(0, 1))
         out = {"mean_velocity": jnp.mean(c[0], axis=(0, 1)), "reynolds_uu": jnp.mean(prime[0] ** 2, axis=(0, 1)),
                "reynolds_vv": jnp.mean(prime[-1] ** 2, axis=(0, 1)), "reynolds_uv": uv,
-               "total_shear_stress": chebyshev.backward(self._dy(state.mean[0])) / params["reynolds"] - uv}
+               "total_shear_stress": chebyshev.backward(self._dz(state.mean[0])) / params["reynolds"] - uv}
         if not self.plane:
             out["reynolds_ww"] = jnp.mean(prime[1] ** 2, axis=(0, 1))
         if state.scalars is not None:
@@ -331,7 +234,7 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         Clenshaw-Curtis weights, of the grid's velocity (:meth:`ChannelOutputs.fluctuation_columns`): its sum is the
         diagnostic ``fluctuation_energy``."""
         squared = jnp.abs(self.fluctuation_columns(state)) ** 2
-        power = 0.5 * jnp.sum(squared * self._weights(), axis=(0, -1), keepdims=True)[0] / self._count**2
+        power = 0.5 * jnp.sum(squared * self._weights(), axis=(0, -1), keepdims=True)[0] / self._cells**2
         k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx)) if self.plane else \
             (self.kx, self.ky, jnp.zeros_like(self.kx))
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}

@@ -83,10 +83,11 @@ class ChannelOutputs:
         spanwise ones. Each mode's |u_hat(k_x, k_s; y_j)|^2 / N^2 (:meth:`fluctuation_columns`) summed over the
         other periodic direction and over +-m, so that the sum over k is the profiles' Reynolds stress at y_j
         (Parseval)."""
-        power = jnp.abs(self.fluctuation_columns(state)) ** 2 / self._count**2  # (C, A, B, Ny): a plane's A is 1
+        power = jnp.abs(self.fluctuation_columns(state)) ** 2 / self._cells**2  # (C, A, B, Ny): a plane's A is 1
         names = ("uu", "vv") if self.plane else ("uu", "ww", "vv")  # the state's order: along, [spanwise,] across
         out = {}
-        for wavenumber, (axis, n, _) in zip(("kx", "ky"), self._periodic, strict=False):
+        for wavenumber, axis in zip(("kx", "ky"), self._axes, strict=False):
+            n = self.fft.shape[axis]
             # (C, n, Ny): a box's power summed over the other periodic axis (power's axes 1 and 2)
             line = power[:, 0] if self.plane else jnp.sum(power, axis=2 - axis)
             folded = np.abs(np.fft.fftfreq(n, 1.0 / n)).astype(np.int32)  # mode m's one-sided bin |m|

@@ -1,29 +1,19 @@
 """Rayleigh-Benard convection between no-slip plates, in a plane (x, z) or a box (x, y, z): the implementation both
 equations share (:mod:`simulator.equations.convection2d_noslip`, :mod:`simulator.equations.convection_noslip`), on
-the flow core of :mod:`simulator.walls.flow`.
+the skeleton of the no-slip family (:class:`simulator.equations.noslip_flow.NoSlipEquation`: the layout, the
+velocity, the explicit terms in rotational form, the step) and the flow core of :mod:`simulator.walls.flow`.
 
-The state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x, "chebyshev")``:
-NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients along z), on the backend's grid
-``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x is the grid's second axis, and there is no y): ``w`` complex,
-``zeta`` the wall-normal vorticity i k_x v - i k_y u (None in a plane, where v = 0), ``mean`` ``(2, Nz)`` the
-horizontally averaged velocity (U, V) (V zero in a plane), ``scalars`` ``(1, *grid)`` theta. Its arrays are held in
-the real layout (on a slab split along the grid's second axis, a plane's x or a box's y, and whole along z), so each
-device solves its modes' columns whole; the transforms' own layout is restored around each transform.
-
-The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator.walls.wall_normal.
-horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products in physical space on the
-grid, H = u x omega + theta z_hat (the rotational form: :meth:`NoSlipConvection._advected` says why the gradient of
-|u|^2/2 may be dropped) and -(u . grad) theta + w transformed back and dealiased by
-the 2/3 rule along the periodic axes (|m| < N/3) and along the Chebyshev coefficients (k < 2 Nz/3; the padding of
-Dedalus's dealias = 3/2 would need a larger grid than the run's), then h_w = -k^2 H_z - d/dz (i k_x H_x + i k_y
-H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x, h_(U, V) the k = 0 entries of
-(H_x, H_y), h_theta. Real fields are ``(Nx, Ny, Nz)`` on the periodic axes' points and the Gauss-Lobatto heights
-z_j (:class:`simulator.fft.bases.Chebyshev`).
+The state is a :class:`simulator.walls.flow.State` on the backend's grid ``(Nx, Ny, Nz)`` (a plane's ``(1, Nx,
+Nz)``): ``w`` complex, ``zeta`` the wall-normal vorticity i k_x v - i k_y u (None in a plane, where v = 0), ``mean``
+``(2, Nz)`` the horizontally averaged velocity (U, V) (V zero in a plane), ``scalars`` ``(1 + S, *grid)`` theta and
+the passive scalars. Convection adds to the products the buoyancy theta z_hat on w and the conductive gradient
+carried by w on theta (free-fall units: b = 1 - z + theta). Real fields are ``(Nx, Ny, Nz)`` on the periodic axes'
+points and the Gauss-Lobatto heights z_j (:class:`simulator.fft.bases.Chebyshev`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import jax
@@ -31,73 +21,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.equations import wall_scalar_terms
-from simulator.equations.base import ImexEquation, Params
+from simulator.equations.base import Params
 from simulator.equations.noise import white_noise
-from simulator.equations.scalars import field_info
-from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import chebyshev_dealias, free_fall, kmax_eta, without_nyquist
-from simulator.fft import FFTBackend
+from simulator.equations.noslip_flow import NoSlipEquation
+from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
-from simulator.time import imex
 from simulator.walls import chebyshev, eigen, flow
-from simulator.walls.wall_normal import horizontal_velocity
 
 
-class NoSlipConvection(ImexEquation):
+class NoSlipConvection(NoSlipEquation):
     """No-slip Rayleigh-Benard convection on a walled plane or box (single or slab; a box on a pencil too); each
-    equation says which (:attr:`plane`)."""
+    equation's declaration says which (:attr:`plane`)."""
 
-    #: whether the grid is a plane (1, Nx, Nz), not a box
-    plane: ClassVar[bool] = False
-    # the spectra are held in the real layout (module docstring); the mean flow, a profile across the plates, whole
-    # on every device, as the replicated leaves are kept
-    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any):
-        super().__init__(fft, box, dtype, physics)
-        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
-        # a plane's x is the grid's second axis; a box's x and y its first two
-        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
-
-    # ---- layout --------------------------------------------------------------------------------------------
-
-    @property
-    def _axes(self) -> tuple[int, ...]:
-        """The grid axes of the periodic directions, x (and y)."""
-        return (1,) if self.plane else (0, 1)
-
-    @property
-    def _cells(self) -> int:
-        """The number of points along the plates, Nx (Nx Ny): the spectra's normalisation."""
-        return self.fft.shape[0] * self.fft.shape[1]
-
-    def _columns(self, x: jax.Array) -> jax.Array:
-        """``x`` ``(*batch, *grid)`` held whole along z (the real layout)."""
-        return jax.lax.with_sharding_constraint(x, self.fft.real_sharding(x.ndim - 3))
-
-    def _forward(self, x: jax.Array) -> jax.Array:
-        return self._columns(self.fft.forward_walls(x, CHEBYSHEV))
-
-    def _inverse(self, k: jax.Array) -> jax.Array:
-        return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEBYSHEV)
-
-    def _dz(self, k: jax.Array) -> jax.Array:
-        return chebyshev.derivative(k, self.box[2])
-
-    def _mean_mode(self) -> jax.Array:
-        return (self.kx == 0) & (self.ky == 0)
-
-    def _dealias(self) -> jax.Array:
-        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
-        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
-
-    @property
-    def field_info(self) -> Mapping[str, FieldInfo]:
-        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
-        return field_info(self.info.fields, len(self.physics.scalars))
+    # theta on the grid: its buoyancy on w and the conductive gradient it is carried along
+    _carried: ClassVar[int] = 1
 
     @property
     def fixed_flux(self) -> bool:
@@ -126,31 +64,11 @@ class NoSlipConvection(ImexEquation):
         bottom, top = self.physics.plate_velocity
         return bottom + (top - bottom) * self.heights() / self.box[2]
 
-    def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
-        """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
-        spectrum's normalisation) at k_x = k_y = 0."""
-        mean = self._mean_mode()
-        if self.plane:
-            u = 1j * self._dz(state.w) / jnp.where(mean, 1.0, self.kx)
-            return jnp.where(mean, self._cells * state.mean[0], u), state.w
-        u, v = horizontal_velocity(state.w, state.zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
-                                   self.box[2])
-        return (jnp.where(mean, self._cells * state.mean[0], u), jnp.where(mean, self._cells * state.mean[1], v),
-                state.w)
-
-    def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
-        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra, theta's and the passive
-        scalars', for a
-        traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
-        # one dtype for the switch's branches: in float32 the mean flow's factor would make u complex128
-        bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), *state.scalars))
-        return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
-
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:
         """The velocity components and theta and their derivatives on the grid (``"u_x"``: du/dx), one field's
         spectrum formed and transformed at a time (a loop, not one batch: the batch's spectra and their
         transforms' work space would be the step's largest memory)."""
-        names = ("u", "w") if self.plane else ("u", "v", "w")
+        names = self._components()
         spectrum, _ = self._spectra(state)
         slopes = {"": lambda k: k, "_x": lambda k: 1j * self.kx * k}
         if not self.plane:
@@ -164,73 +82,12 @@ class NoSlipConvection(ImexEquation):
         keys = [f + d for f in (*names, "theta") for d in slopes]
         return dict(zip(keys, jax.lax.map(one, jnp.arange(len(keys))), strict=True))
 
-    def _components(self) -> tuple[str, ...]:
-        return ("u", "w") if self.plane else ("u", "v", "w")
-
-    def _directions(self) -> tuple[str, ...]:
-        return ("x", "z") if self.plane else ("x", "y", "z")
-
-    def _vorticity_hat(self, state: flow.State) -> list[jax.Array]:
-        """The vorticity's spectra: omega_y = du/dz - dw/dx in a plane; (omega_x, omega_y, omega_z) in a box."""
-        if self.plane:
-            u, w = self.velocity_hat(state)
-            return [self._dz(u) - 1j * self.kx * w]
-        u, v, w = self.velocity_hat(state)
-        return [1j * self.ky * w - self._dz(v), self._dz(u) - 1j * self.kx * w, 1j * self.kx * v - 1j * self.ky * u]
-
-    def _advected(self, state: flow.State) -> jax.Array:
-        """u x omega + theta z_hat for the C velocity components, -(u . grad) f for theta (plus the conductive
-        gradient carried by w) and each passive scalar, on the grid, ``(C + 1 + S, *grid)``. The rotational form,
-        -(u . grad) u = u x omega - grad |u|^2/2, drops the gradient: h_w's curl of the curl and h_zeta's curl remove
-        it, the mean flow's horizontal averages hold none. It transforms the vorticity (1 field, 3 in a box), not the
-        velocity's gradient (4, 9): 6 inverse transforms a plane's stage, not 9; 10 a box's, not 16. The forms differ
-        by the dropped gradient's aliasing (its dealiased products are no spectral gradient)."""
-        spectrum, count = self._spectra(state)
+    def _sources(self, advected: jax.Array, fields: jax.Array) -> jax.Array:
+        """The buoyancy theta z_hat on w, the conductive gradient carried by w on theta."""
         c = len(self._components())
-        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), jnp.arange(count))
-        omega = [self._inverse(o) for o in self._vorticity_hat(state)]
-        if self.plane:  # u = (u, w), omega = omega_y: u x omega = (-w omega_y, u omega_y)
-            velocity = [-fields[1] * omega[0], fields[0] * omega[0]]
-        else:
-            u, v, w = fields[0], fields[1], fields[2]
-            velocity = [v * omega[2] - w * omega[1], w * omega[0] - u * omega[2], u * omega[1] - v * omega[0]]
-        slopes = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k]) + [self._dz]
-
-        def one(i: jax.Array) -> jax.Array:
-            f = spectrum(i)
-            return -sum(fields[j] * self._inverse(slope(f)) for j, slope in enumerate(slopes))
-
-        advected = jnp.concatenate([jnp.stack(velocity), jax.lax.map(one, jnp.arange(c, count))])
-        # the buoyancy theta z_hat on w, the conductive gradient carried by w on theta
         return advected.at[c - 1].add(fields[c]).at[c].add(fields[c - 1])
 
-    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
-        """h_w, h_zeta, h_(U, V) and h_theta of the module docstring."""
-        hat = self._dealias() * self._forward(self._advected(state))
-        c = len(self._components())
-        mean = [jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat[i], 0.0), axis=(0, 1))) / self._cells
-                for i in range(c - 1)]
-        if self.plane:
-            mean.append(jnp.zeros_like(mean[0]))
-            h_w, zeta = -self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None
-        else:
-            h_w = -(self.kx**2 + self.ky**2) * hat[2] - self._dz(1j * self.kx * hat[0] + 1j * self.ky * hat[1])
-            zeta = 1j * self.kx * hat[1] - 1j * self.ky * hat[0]
-        mean = jax.lax.with_sharding_constraint(jnp.stack(mean), self.fft.replicated_sharding())
-        return flow.State(h_w, zeta, mean, hat[c:])
-
-    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
-        return self.core(params).factor(dt, tableau)
-
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
-                  factored: flow.Factored | None = None) -> flow.State:
-        return self.core(params).step(self.explicit, dt, tableau, factored)(state, t)
-
     # ---- states and fields ------------------------------------------------------------------------------
-
-    def heights(self) -> jax.Array:
-        """z of the grid points, ``(1, 1, Nz)``: the Gauss-Lobatto points, both plates among them."""
-        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
         """The state of ``velocity`` ``(3, *grid)`` (its w, in a box zeta, and the horizontal average of its u and
@@ -278,11 +135,6 @@ class NoSlipConvection(ImexEquation):
         return out
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
-
-    def _volume_mean(self, f: jax.Array) -> jax.Array:
-        """The mean over the domain of a grid field ``(..., *grid)``: Clenshaw-Curtis weights across the plates."""
-        weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
-        return jnp.sum(jnp.mean(f, axis=(-3, -2)) * weights, axis=-1)
 
     def _theta_mean(self, theta_hat: jax.Array) -> jax.Array:
         """<theta>'s Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
@@ -350,8 +202,7 @@ class NoSlipConvection(ImexEquation):
         """The kinetic energy per shell of the horizontal wavenumber |k_h| (|k_x| in a plane), integrated over z
         with Clenshaw-Curtis weights."""
         columns = chebyshev.backward(jnp.stack(self.velocity_hat(state)))  # spectral along the plates, points in z
-        weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
-        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * weights, axis=(0, -1), keepdims=True)[0] / self._cells ** 2
+        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] / self._cells**2
         zero = jnp.zeros_like(self.kx)
         k = (zero, self.kx, zero) if self.plane else (self.kx, self.ky, zero)
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}

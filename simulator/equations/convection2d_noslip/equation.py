@@ -19,7 +19,6 @@ class NoSlipConvection2D(NoSlipConvection):
     """No-slip Rayleigh-Benard convection on a walled plane (slab or single backend)."""
 
     info = INFO
-    plane = True
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NoSlipParams | None = None):
         super().__init__(fft, box, dtype, NoSlipParams() if physics is None else physics)

@@ -19,7 +19,6 @@ class NoSlipConvection3D(NoSlipConvection):
     """No-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
 
     info = INFO
-    plane = False
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoxNoSlipParams | None = None):
         super().__init__(fft, box, dtype, BoxNoSlipParams() if physics is None else physics)

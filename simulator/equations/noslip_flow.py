@@ -1,0 +1,218 @@
+"""What every equation between no-slip plates shares, convection (:mod:`simulator.equations.noslip`) and the channel
+(:mod:`simulator.equations.channel_flow`) alike: the layout of their walled Chebyshev spectra, the velocity rebuilt
+from the state of :mod:`simulator.walls.flow`, the explicit terms of the velocity-vorticity formulation (the
+products in rotational form), the step on the flow core, the volume means. An equation of the family says its flow
+core's plates and parameters (:meth:`NoSlipEquation.core`), the sources it adds to the products (buoyancy:
+:meth:`NoSlipEquation._sources`), its state from fields and its outputs; one whose products need the advective form
+gives its own :meth:`NoSlipEquation._advected` (the channel's mean shear: :mod:`simulator.equations.channel_flow`).
+
+Layout: the state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x,
+"chebyshev")``: NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients across the plates)
+on the backend's grid ``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x the grid's second axis, no y); z is the
+direction across the plates, whatever a config calls it. The arrays are held in the real layout (split along the
+grid's first or second axis, whole along z), so each device solves its modes' columns whole; the transforms' own
+layout is restored around each transform. Velocity components are listed along the plates first, the wall-normal
+one last: (u, w) in a plane, (u, v, w) in a box.
+
+The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator.walls.wall_normal.
+horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products on the grid, H = u x omega
+(rotational form: :meth:`NoSlipEquation._advected` says why the gradient of |u|^2/2 may be dropped) plus the
+equation's sources, and -(u . grad) s for each scalar, transformed back and dealiased by the 2/3 rule along the
+periodic axes (|m| < N/3) and along the Chebyshev coefficients (k < 2 Nz/3), then h_w = -k^2 H_z - d/dz (i k_x H_x +
+i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x, h_(U, V) the k = 0
+entries of (H_x, H_y), h_s.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.base import ImexEquation, Params
+from simulator.equations.scalars import field_info
+from simulator.equations.spec import FieldInfo
+from simulator.equations.walled import chebyshev_dealias
+from simulator.fft import FFTBackend
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
+from simulator.time import imex
+from simulator.walls import chebyshev, flow
+from simulator.walls.wall_normal import horizontal_velocity
+
+
+class NoSlipEquation(ImexEquation):
+    """The skeleton of an equation between no-slip plates on a plane or a box (module docstring); a subclass gives
+    :meth:`core` and its state's fields and outputs."""
+
+    # the spectra are held in the real layout (module docstring); the mean flow, a profile across the plates, whole
+    # on every device, as the replicated leaves are kept
+    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
+    #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
+    _carried: ClassVar[int] = 0
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any):
+        super().__init__(fft, box, dtype, physics)
+        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
+        # a plane's x is the grid's second axis; a box's x and y its first two
+        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
+
+    @property
+    def plane(self) -> bool:
+        """Whether the grid is a plane (1, Nx, Nz), not a box: the declaration's dimensions."""
+        return self.info.dimensions == 2
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
+        return field_info(self.info.fields, len(self.physics.scalars))
+
+    @abc.abstractmethod
+    def core(self, params: Params) -> flow.NoSlipFlow:
+        """The flow core of this grid's modes: viscosity, diffusivities and the plates' conditions."""
+
+    # ---- layout --------------------------------------------------------------------------------------------
+
+    @property
+    def _axes(self) -> tuple[int, ...]:
+        """The grid axes of the periodic directions, x (and y)."""
+        return (1,) if self.plane else (0, 1)
+
+    @property
+    def _cells(self) -> int:
+        """The number of points along the plates, Nx (Nx Ny): the spectra's normalisation."""
+        return self.fft.shape[0] * self.fft.shape[1]
+
+    def _columns(self, x: jax.Array) -> jax.Array:
+        """``x`` ``(*batch, *grid)`` held whole along z (the real layout)."""
+        return jax.lax.with_sharding_constraint(x, self.fft.real_sharding(x.ndim - 3))
+
+    def _replicated(self, x: jax.Array) -> jax.Array:
+        return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
+
+    def _forward(self, x: jax.Array) -> jax.Array:
+        return self._columns(self.fft.forward_walls(x, CHEBYSHEV))
+
+    def _inverse(self, k: jax.Array) -> jax.Array:
+        return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
+                                      CHEBYSHEV)
+
+    def _dz(self, k: jax.Array) -> jax.Array:
+        """d/dz across the plates of a Chebyshev series."""
+        return chebyshev.derivative(k, self.box[2])
+
+    def _mean_mode(self) -> jax.Array:
+        return (self.kx == 0) & (self.ky == 0)
+
+    def _mean_of(self, hat: jax.Array) -> jax.Array:
+        """The horizontal mean's Chebyshev coefficients ``(Nz,)`` of a walled spectrum."""
+        return jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat, 0.0), axis=(0, 1))) / self._cells
+
+    def _dealias(self) -> jax.Array:
+        """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
+        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
+        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
+
+    def heights(self) -> jax.Array:
+        """z of the grid points, ``(1, 1, Nz)``: the Gauss-Lobatto points, both plates among them."""
+        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
+
+    def _weights(self) -> jax.Array:
+        """Clenshaw-Curtis weights across the plates over the gap: a mean's ``(Nz,)``."""
+        return jnp.asarray(chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
+
+    def _volume_mean(self, f: jax.Array) -> jax.Array:
+        """The mean over the domain of a grid field ``(..., *grid)``: Clenshaw-Curtis weights across the plates."""
+        return jnp.sum(jnp.mean(f, axis=(-3, -2)) * self._weights(), axis=-1)
+
+    # ---- the velocity and the explicit terms ----------------------------------------------------------------
+
+    def _components(self) -> tuple[str, ...]:
+        return ("u", "w") if self.plane else ("u", "v", "w")
+
+    def _directions(self) -> tuple[str, ...]:
+        return ("x", "z") if self.plane else ("x", "y", "z")
+
+    def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
+        """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
+        spectrum's normalisation) at k_x = k_y = 0."""
+        mean = self._mean_mode()
+        if self.plane:
+            u = 1j * self._dz(state.w) / jnp.where(mean, 1.0, self.kx)
+            return jnp.where(mean, self._cells * state.mean[0], u), state.w
+        u, v = horizontal_velocity(state.w, state.zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
+                                   self.box[2])
+        return (jnp.where(mean, self._cells * state.mean[0], u), jnp.where(mean, self._cells * state.mean[1], v),
+                state.w)
+
+    def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
+        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra and the scalars', for
+        a traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
+        # one dtype for the switch's branches: in float32 the mean flow's factor would make u complex128
+        scalars = () if state.scalars is None else tuple(state.scalars)
+        bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), *scalars))
+        return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
+
+    def _vorticity_hat(self, state: flow.State) -> list[jax.Array]:
+        """The vorticity's spectra: omega_y = du/dz - dw/dx in a plane; (omega_x, omega_y, omega_z) in a box."""
+        if self.plane:
+            u, w = self.velocity_hat(state)
+            return [self._dz(u) - 1j * self.kx * w]
+        u, v, w = self.velocity_hat(state)
+        return [1j * self.ky * w - self._dz(v), self._dz(u) - 1j * self.kx * w, 1j * self.kx * v - 1j * self.ky * u]
+
+    def _sources(self, advected: jax.Array, fields: jax.Array) -> jax.Array:
+        """The products ``advected`` ``(C + S, *grid)`` with the equation's sources added, ``fields`` the velocity's
+        C components and the first :attr:`_carried` scalars on the grid: none here."""
+        return advected
+
+    def _advected(self, state: flow.State) -> jax.Array:
+        """u x omega for the C velocity components and -(u . grad) s for each scalar, with :meth:`_sources`, on the
+        grid, ``(C + S, *grid)``. The rotational form, -(u . grad) u = u x omega - grad |u|^2/2, drops the gradient:
+        h_w's curl of the curl and h_zeta's curl remove it, the mean flow's horizontal averages hold none. It
+        transforms the vorticity (1 field, 3 in a box), not the velocity's gradient (4, 9): 6 inverse transforms a
+        plane's stage with one scalar, not 9; 10 a box's, not 16. The forms differ by the dropped gradient's aliasing
+        (its dealiased products are no spectral gradient)."""
+        spectrum, count = self._spectra(state)
+        c = len(self._components())
+        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), jnp.arange(c + self._carried))
+        omega = [self._inverse(o) for o in self._vorticity_hat(state)]
+        if self.plane:  # u = (u, w), omega = omega_y: u x omega = (-w omega_y, u omega_y)
+            velocity = [-fields[1] * omega[0], fields[0] * omega[0]]
+        else:
+            u, v, w = fields[0], fields[1], fields[2]
+            velocity = [v * omega[2] - w * omega[1], w * omega[0] - u * omega[2], u * omega[1] - v * omega[0]]
+        advected = jnp.stack(velocity)
+        if count > c:
+            slopes = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k]) + [self._dz]
+
+            def one(i: jax.Array) -> jax.Array:
+                f = spectrum(i)
+                return -sum(fields[j] * self._inverse(slope(f)) for j, slope in enumerate(slopes))
+
+            advected = jnp.concatenate([advected, jax.lax.map(one, jnp.arange(c, count))])
+        return self._sources(advected, fields)
+
+    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
+        """h_w, h_zeta (a box's), h_(U, V) and h_s of the module docstring."""
+        hat = self._dealias() * self._forward(self._advected(state))
+        c = len(self._components())
+        mean = [self._mean_of(hat[i]) for i in range(c - 1)]
+        if self.plane:
+            mean.append(jnp.zeros_like(mean[0]))
+            h_w, zeta = -self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None
+        else:
+            h_w = -(self.kx**2 + self.ky**2) * hat[2] - self._dz(1j * self.kx * hat[0] + 1j * self.ky * hat[1])
+            zeta = 1j * self.kx * hat[1] - 1j * self.ky * hat[0]
+        return flow.State(h_w, zeta, self._replicated(jnp.stack(mean)), None if state.scalars is None else hat[c:])
+
+    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
+        """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
+        return self.core(params).factor(dt, tableau)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
+                  factored: flow.Factored | None = None) -> flow.State:
+        return self.core(params).step(self.explicit, dt, tableau, factored)(state, t)
