@@ -84,7 +84,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
         directions), one batched inverse transform."""
         hats = self.velocity_hat(state)
-        slopes = [lambda c: 1j * self.kx * c] + ([] if self.plane else [lambda c: 1j * self.ky * c]) + [self._dz]
+        slopes = self._slopes()
         m = len(hats)
         values = self._inverse(jnp.stack([*hats, *(d(c) for c in hats for d in slopes)]))
         return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
@@ -99,7 +99,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         m = len(c)
         advected = [-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]
         if state.scalars is not None:
-            slopes = [lambda f: 1j * self.kx * f] + ([] if self.plane else [lambda f: 1j * self.ky * f]) + [self._dz]
+            slopes = self._slopes()
             for s in state.scalars:
                 gradient = self._inverse(jnp.stack([d(s) for d in slopes]))
                 advected.append(-sum(c[j] * gradient[j] for j in range(m)))

@@ -70,10 +70,8 @@ class NoSlipConvection(NoSlipEquation):
         transforms' work space would be the step's largest memory)."""
         names = self._components()
         spectrum, _ = self._spectra(state)
-        slopes = {"": lambda k: k, "_x": lambda k: 1j * self.kx * k}
-        if not self.plane:
-            slopes["_y"] = lambda k: 1j * self.ky * k
-        slopes["_z"] = self._dz
+        slopes = {"": lambda k: k} | {f"_{d}": slope for d, slope in zip(self._directions(), self._slopes(),
+                                                                          strict=True)}
         count = len(slopes)
 
         def one(i: jax.Array) -> jax.Array:

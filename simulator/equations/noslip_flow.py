@@ -136,6 +136,11 @@ class NoSlipEquation(ImexEquation):
     def _directions(self) -> tuple[str, ...]:
         return ("x", "z") if self.plane else ("x", "y", "z")
 
+    def _slopes(self) -> list[Callable[[jax.Array], jax.Array]]:
+        """The derivatives of a walled spectrum along the :meth:`_directions`: i k_x, (i k_y,) d/dz."""
+        along = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k])
+        return [*along, self._dz]
+
     def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
         """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
         spectrum's normalisation) at k_x = k_y = 0."""
@@ -187,7 +192,7 @@ class NoSlipEquation(ImexEquation):
             velocity = [v * omega[2] - w * omega[1], w * omega[0] - u * omega[2], u * omega[1] - v * omega[0]]
         advected = jnp.stack(velocity)
         if count > c:
-            slopes = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k]) + [self._dz]
+            slopes = self._slopes()
 
             def one(i: jax.Array) -> jax.Array:
                 f = spectrum(i)
