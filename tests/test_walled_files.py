@@ -161,9 +161,10 @@ def test_the_files_pages_walled_reading_lines_as_written(runs, capsys):
     block = code("reference/files.md", "python", 1).replace("outputs/tutorial_convection", str(runs["convection"]))
     exec(compile(block, "files.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == '["x", "z", "y"] [4. 1. 4.]'
-    assert lines[1] == "(1, 9, 16) /z H"
-    assert lines[2] == "H Delta T U_ff"
+    assert lines[0] == '["x", "z"] [4. 1.]'
+    assert lines[1] == "(9, 16) /z H"
+    assert lines[2] == "(9, 16, 2) ['x' 'z']"
+    assert lines[3] == "H Delta T U_ff"
 
 
 def test_a_run_whose_plane_had_its_plates_across_y_restarts(runs, tmp_path):

@@ -12,7 +12,7 @@ series' last drops the later ones, and :func:`truncate_series` (for the run loop
 those past the resumed step at once.
 
 Fields are stored in the axis order ParaView reads natively: scalars ``(Nz, Ny, Nx)``, vectors
-``(Nz, Ny, Nx, 3)`` with the component fastest (schema 2; see :mod:`simulator.output.xdmf` for why).
+``(Nz, Ny, Nx, 3)`` with the component fastest (see :mod:`simulator.output.xdmf` for why).
 A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored like a vector,
 ``(Nz, Ny, Nx, n)``, with its own index coordinate ``<name>_index`` (0 .. n-1) instead of ``component``.
 :meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
@@ -20,10 +20,15 @@ A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
 ``i * L / N``, length units; between plates the bounded axis's points) and ``component`` (``"x" "y" "z"``) are
 dimension scales attached to the fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x,
-component)``. A plane is stored one cell deep, ``(1, Ny, Nx)`` (that cell named z); a plane between plates is an x-z
-plane, ``(1, Nz, Nx)`` (the cell named y, the components ``"x" "z" "y"``: :data:`simulator.fft.plane.WALLED_AXES`).
-Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's z the depth
-of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
+component)``. A plane (the box ``(1, Nx, Ny)`` it runs as) is stored as a plane (schema 3): scalars ``(Ny, Nx)``,
+vectors ``(Ny, Nx, 2)`` of its two components (the third, across it, is zero: not stored), stacks ``(Ny, Nx, n)``,
+coordinates ``x`` and ``y``, components ``"x" "y"``; a plane between plates is an x-z plane, ``(Nz, Nx)``, ``x`` and
+``z``, components ``"x" "z"`` (:data:`simulator.fft.plane.WALLED_AXES`). Its vectors' whole, ``padded/<name>``
+``(Ny, Nx, 3)``, is a virtual dataset whose third component is the fill value (for ParaView:
+:mod:`simulator.output.xdmf`). Files of schema 2 and before stored it one cell deep, ``(1, Ny, Nx)`` and ``(1, Ny,
+Nx, 3)``; the readers take either from the file's own layout (:mod:`simulator.output.storage`).
+Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's x and y, or x
+and z; schema 2 added its z, the depth of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
 snapshot of two writes is refused by its readers), and each variable's ``units`` (the run's unit system's, where its
 equation has one: free-fall units of convection, outer units of a channel; ``units["system"]`` says them in words)

@@ -7,7 +7,7 @@ limit, 8 GiB by default), with the statistics, tasks and particles that fit as g
 (:mod:`simulator.results.export_groups`; :attr:`NetcdfPlan.left_out` names the rest, and a time series or
 spectra file without a row). The root group::
 
-    dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
+    dimensions   time (one per snapshot), component (3; a plane's 2), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), k_h and k_z (Boussinesq's map bins),
                  time_series (rows of timeseries.csv)
     coordinates  time, step (along time); a, redshift (along time) when the snapshots carry them
@@ -17,7 +17,9 @@ spectra file without a row). The root group::
                  time_series (the column time); step_series and the clock columns (a_series, ...)
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
-                 for ParaView), in the run's precision (the widest a restart left)
+                 for ParaView), in the run's precision (the widest a restart left); a plane's as a
+                 plane, (time, [component,] x, y) or between plates (time, [component,] x, z), its
+                 vectors' two components (results/export_fields.py), whichever layout its files have
                  <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5 (a map (time_spectra, k_h, k_z))
                  <column>_series (time_series): each other column of timeseries.csv
     attributes   title (the run's name), config (the resolved config as YAML), units (JSON: the run's
