@@ -167,13 +167,13 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     batch = {name: ((f"{name}_index",) if name in stacked else ("component",)) if field.ndim == 4 else ()
              for name, field in fields.items()}
     described = {name: {"description": text} for name, text in (descriptions or {}).items()}
-    stored = {name: hdf5.Field(in_plane(field) if plane and batch[name] == ("component",) else field,
+    stored = {name: hdf5.Field(plane_components(field) if plane and batch[name] == ("component",) else field,
                                attrs={"units": units.get(name, "code units"), **described.get(name, {})},
                                dims=batch[name] + axes, storage=order(field.ndim),
                                canonical=tuple(field.shape) if plane else None)
               for name, field in fields.items()}
     # the lengths in that order, as box_axes names them (f.attrs["box"][1] is a plane's y or z), not its box's
-    sides = [float(box[i]) for i in FILE_ORDER[:len(along)]] if plane else [float(b) for b in box]
+    sides = [float(box[i]) for i in FILE_ORDER[:2]] if plane else [float(b) for b in box]
     index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": sides, "box_axes": along,
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
@@ -189,7 +189,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     return index
 
 
-def in_plane(field: jax.Array | hdf5.Parts) -> jax.Array | hdf5.Parts:
+def plane_components(field: jax.Array | hdf5.Parts) -> jax.Array | hdf5.Parts:
     """A plane's field as it is stored: a scalar as it is, a vector ``(3, 1, Nx, Ny)`` its two components in the
     plane, ``(2, 1, Nx, Ny)`` (the third, across the plane, is zero: readers put it back)."""
     if field.ndim == 3:
