@@ -68,6 +68,13 @@ def test_a_plane_run_stores_its_snapshots_as_a_plane(kind, tmp_path, capfd):
     if kind == "periodic":  # a task's profile across the plane (its one cell) is the plane's mean, one number a row
         with h5py.File(tmp_path / "run" / "tasks.h5", "r") as f:
             assert f["mean/mean"].shape == (1,) and "z" not in f["mean"]
+    # merged, the index's padded/velocity (what the XDMF gives ParaView) is a view of the merged file's own velocity
+    code, _, err = command(capfd, "export", str(tmp_path / "run"), "--merge")
+    assert code == 0, err
+    with h5py.File(tmp_path / "run" / "snapshots" / "merged" / indexes[-1].name, "r") as f:
+        velocity, padded = f["velocity"][...], f["padded/velocity"][...]
+    assert padded.shape == (*shape, 3) and (np.any(velocity) or kind == "walled")  # convection starts at rest
+    np.testing.assert_array_equal(padded, np.concatenate([velocity, np.zeros((*shape, 1), velocity.dtype)], axis=-1))
 
 
 def test_a_run_stored_one_cell_deep_still_loads_plots_exports_and_starts_a_run(tmp_path, capfd):
