@@ -83,6 +83,10 @@ def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dty
         kind = "Matrix" if name in stacked else "Scalar" if len(shape) == 3 else "Vector"
         padded = plane and kind == "Vector"  # ParaView's vectors have three components: the third, zero, unstored
         attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType=kind, Center="Node")
+        if padded:  # what a reader of the XDMF alone needs to know of the dataset it names
+            ET.SubElement(attribute, "Information", Name="padding", Value=(
+                f"{PADDED}/{name} is /{name} (its two components in the plane) with a third, zero, component: a "
+                "virtual dataset whose third component is the HDF5 fill value, not stored"))
         ET.SubElement(attribute, "DataItem", Dimensions=_dims((*shape[:3], 3) if padded else shape),
                       NumberType=NUMBER_TYPES[dtype.kind], Precision=str(dtype.itemsize),
                       Format="HDF").text = f"{index}:/{PADDED + '/' if padded else ''}{name}"
