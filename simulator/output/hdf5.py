@@ -346,7 +346,8 @@ def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Ma
         ds = _virtual(f, name, stem, name, arr, axes, shape, np.nan if arr.dtype.kind == "f" else None)
         whole = [field.canonical[i] for i in axes] if field.canonical is not None else shape
         if whole != shape:  # stored shorter than it is: its whole, the rest zero, for readers that need it (ParaView)
-            _virtual(f, f"{storage.PADDED}/{name}", stem, name, arr, axes, whole, 0)
+            _virtual(f, f"{storage.PADDED}/{name}", stem, name, arr, axes, whole, 0).attrs["description"] = (
+                f"/{name} whole: its entries past the stored ones are the fill value, 0, not stored")
         for key, value in (field.attrs or {}).items():
             ds.attrs[key] = value
         if field.storage is not None:

@@ -349,7 +349,7 @@ def _copy_index(src: h5py.File, dst: h5py.File) -> None:
     for name, ds in src[PADDED].items() if PADDED in src else ():  # a field's whole, its zeros unstored: of this file
         layout = h5py.VirtualLayout(shape=ds.shape, dtype=ds.dtype)
         layout[tuple(slice(0, n) for n in dst[name].shape)] = h5py.VirtualSource(".", name, shape=dst[name].shape)
-        dst.create_virtual_dataset(f"{PADDED}/{name}", layout, fillvalue=0)
+        dst.create_virtual_dataset(f"{PADDED}/{name}", layout, fillvalue=0).attrs.update(ds.attrs)
 
 
 def write_merge(plan: MergePlan) -> list[Path]:
