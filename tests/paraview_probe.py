@@ -9,7 +9,7 @@ reader's class, its time steps, the point coordinates, every point array, and th
 import sys
 
 import numpy as np
-from paraview import servermanager, simple
+from paraview import simple
 from vtkmodules.util.numpy_support import vtk_to_numpy
 
 path, which, out = sys.argv[1:4]
@@ -20,7 +20,9 @@ found = {"reader": reader.GetXMLName(), "times": np.array(times)}
 
 
 def dataset(proxy):
-    data = servermanager.Fetch(proxy)
+    # the pipeline's own output (pvpython runs its server in this process): Fetch's copy of a rectilinear grid gives
+    # its Y and Z coordinates the X ones
+    data = proxy.GetClientSideObject().GetOutputDataObject(0)
     while data.IsA("vtkMultiBlockDataSet"):  # a collection comes back as blocks: take the first grid
         data = data.GetBlock(0)
     return data

@@ -109,7 +109,7 @@ def test_snapshots_are_stored_in_paraview_order_and_read_back_canonical(tmp_path
     with h5py.File(index, "r") as f:  # on disk: (z, y, x) and (z, y, x, component), each value once
         np.testing.assert_array_equal(f["u"][:], u.transpose(3, 2, 1, 0))
         np.testing.assert_array_equal(f["rho"][:], rho.T)
-        assert f.attrs["schema_version"] == 2 and list(f["u"].attrs["storage_order"]) == [3, 2, 1, 0]
+        assert f.attrs["schema_version"] == 3 and list(f["u"].attrs["storage_order"]) == [3, 2, 1, 0]
     stored = sum(ds.size for p in (tmp_path / "s00000000").iterdir() for ds in _datasets(h5py.File(p, "r")))
     assert stored == u.size + rho.size
     with io.Snapshot(index) as snap:
@@ -128,6 +128,47 @@ def test_snapshots_are_stored_in_paraview_order_and_read_back_canonical(tmp_path
             back = io.read_into(snap, "u", u.shape, dst.real_sharding(1))
             assert back.sharding == dst.real_sharding(1)
             np.testing.assert_array_equal(np.asarray(back), u)
+
+
+@pytest.mark.parametrize("name, n, mesh", [("slab", 2, None), ("slab", 4, None), ("single", 1, None)])
+def test_a_plane_is_stored_as_a_plane_and_read_back_canonical(tmp_path, devices, name, n, mesh):
+    """A plane's snapshot (the box (1, Nx, Ny)) stores scalars (Ny, Nx), vectors (Ny, Nx, 2) without their zero third
+    component, stacks (Ny, Nx, n), in the index and in every shard, only the plane's coordinates and its two lengths;
+    read through the API it is canonical again, (1, Nx, Ny) and (3, 1, Nx, Ny) with the zero put back, in whole, in
+    slices and re-sharded (read_into)."""
+    fft = backend(name, n, devices, shape=(1, 16, 8), mesh=mesh)
+    rng = np.random.default_rng(5)
+    u = np.concatenate([rng.standard_normal((2, *fft.shape)), np.zeros((1, *fft.shape))]).astype(np.float32)
+    rho, stack = rng.standard_normal(fft.shape), rng.standard_normal((3, *fft.shape))
+    index = write_snapshot(tmp_path / "s00000000", {"u": sharded(fft, u), "rho": sharded(fft, rho),
+                                                     "c": sharded(fft, stack)}, {"step": 0}, (3.0, 2.0, 3.0), 0.0,
+                           stacked=["c"])
+    with h5py.File(index, "r") as f:
+        np.testing.assert_array_equal(f["u"][:], u[:2, 0].transpose(2, 1, 0))
+        np.testing.assert_array_equal(f["rho"][:], rho[0].T)
+        np.testing.assert_array_equal(f["c"][:], stack[:, 0].transpose(2, 1, 0))
+        assert [[s.name for d in f["u"].dims for s in d.values()]] == [["/y", "/x", "/component"]]
+        assert list(f["component"].asstr()[:]) == ["x", "y"] and "z" not in f
+        assert list(f.attrs["box"]) == [2.0, 3.0] and json.loads(f.attrs["box_axes"]) == ["x", "y"]
+        # what ParaView reads: the whole vector, the third component HDF5's fill value
+        np.testing.assert_array_equal(f["padded/u"][:], u[:, 0].transpose(2, 1, 0))
+    stored = sum(ds.size for p in (tmp_path / "s00000000").iterdir() for ds in _datasets(h5py.File(p, "r")))
+    assert stored == u[:2].size + rho.size + stack.size  # no zero and no unit axis stored
+    for shard in (tmp_path / "s00000000").iterdir():
+        with h5py.File(shard, "r") as f:
+            assert all(ds.ndim == (2 if ds.parent.name == "/rho" else 3) for ds in _datasets(f))
+    with io.Snapshot(index) as snap:
+        assert snap.shape("u") == u.shape and snap.shape("rho") == rho.shape and snap.shape("c") == stack.shape
+        np.testing.assert_array_equal(snap.read("u"), u)
+        np.testing.assert_array_equal(snap["rho"], rho)
+        np.testing.assert_array_equal(snap["c"], stack)
+        for where in [(2,), (slice(1, 3), 0), (Ellipsis, 3), (slice(None), 0, slice(2, 9, 3)), (0, 0, 5, 7), (2, 0, 1),
+                      (slice(None, None, -1),), (-1, -1, -1, -1)]:
+            np.testing.assert_array_equal(snap.read("u", where), u[where])
+        np.testing.assert_array_equal(snap.read("rho", (0, slice(None), 4)), rho[0, :, 4])
+        for dst_name, m, dst_mesh in [("slab", 4, None), ("single", 1, None)]:
+            dst = backend(dst_name, m, devices, shape=(1, 16, 8), mesh=dst_mesh)
+            np.testing.assert_array_equal(np.asarray(io.read_into(snap, "u", u.shape, dst.real_sharding(1))), u)
 
 
 def _datasets(group):

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import jax
 import numpy as np
 import pytest
@@ -155,6 +156,36 @@ def test_the_gradient_check_fails_mirrored_and_left_handed_frames(pvpython, devi
     div, curl = gradient_errors(seen)
     print(f"left-handed frame: max |div u| = {div:.3g}, max |curl u - omega| = {curl:.3g}")
     assert div < TOLERANCE and curl > 1.5
+
+
+def test_a_plane_between_plates_is_a_plane_at_its_heights_in_paraview(pvpython, devices, tmp_path):
+    """A walled x-z plane stored as a plane ((Nz, Nx), vectors (Nz, Nx, 2)): both readers lay it one point deep in
+    ParaView's X-Y plane, x along X and z along Y at the Gauss-Lobatto heights, each value at its point, and read its
+    vectors with three components, the third zero, from padded/velocity (the zero is not stored). The probe reads the
+    pipeline's own output: ParaView's Fetch gave a rectilinear grid's Y and Z the X coordinates."""
+    from simulator.fft.bases import BOUNDED, Fourier
+
+    shape, box = (1, 16, 8), (4.0, 4.0, 1.0)
+    along = [Fourier(16, box[1]).points(), BOUNDED["chebyshev"](8, box[2]).points()]
+    x, z = np.meshgrid(*along, indexing="ij")
+    u = np.stack([np.sin(x) * z, np.cos(x) + 3 * z, 0 * x])[:, None]
+    phi = (x + 10 * z)[None]
+    fft = BACKENDS["slab"](shape, build_mesh(BACKENDS["slab"], None, devices[:2]))
+    fields = {name: jax.make_array_from_callback(v.shape, fft.real_sharding(v.ndim - 3), lambda i, v=v: v[i])
+              for name, v in {"velocity": u, "phi": phi}.items()}
+    index = write_snapshot(tmp_path / "s00000000", fields, {"step": 0}, box, 0.0, bounded="chebyshev")
+    with h5py.File(index, "r") as f:
+        assert f["velocity"].shape == (8, 16, 2)
+    for reader in ("default", "legacy"):
+        seen = probe(pvpython, index.with_suffix(".xdmf"), reader, tmp_path)
+        assert seen["arrays"] == {"velocity", "phi"}, (reader, seen["arrays"])
+        points = seen["points"]
+        i = np.abs(points[:, :1] - along[0][None]).argmin(axis=1)
+        j = np.abs(points[:, 1:2] - along[1][None]).argmin(axis=1)
+        np.testing.assert_allclose(points, np.stack([along[0][i], along[1][j], 0 * i], axis=1), atol=1e-6)
+        assert len(points) == 16 * 8 and len(set(zip(i, j))) == 16 * 8  # every grid point once
+        np.testing.assert_array_equal(seen["array_phi"], phi[0, i, j])
+        np.testing.assert_array_equal(seen["array_velocity"], u[:, 0, i, j].T)
 
 
 @pytest.mark.slow

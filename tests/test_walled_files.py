@@ -54,15 +54,15 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_a_walled_planes_box_attribute_gives_the_lengths_along_its_coordinates(runs, name):
-    """``f.attrs["box"]`` of a walled plane's snapshot gives the lengths along the axes ``box_axes`` names, x, z and the
-    one cell's y, as its coordinates run: the bounded axis's last point is its length (Gauss-Lobatto points reach the
-    top plate), the periodic one's points are i L / N (it was the box's (z, x, y) order: [4, 4, 1] for a 4 x 1
-    plane)."""
+    """``f.attrs["box"]`` of a walled plane's snapshot gives the lengths along the axes ``box_axes`` names, x and z (a
+    plane stored as a plane: no one cell's y), as its coordinates run: the bounded axis's last point is its length
+    (Gauss-Lobatto points reach the top plate), the periodic one's points are i L / N (it was the box's (z, x, y)
+    order: [4, 4, 1] for a 4 x 1 plane)."""
     with h5py.File(sorted((runs[name] / "snapshots").glob("s*.h5"))[-1]) as f:
         box, names = list(f.attrs["box"]), f.attrs["box_axes"]
-        assert names == '["x", "z", "y"]'
+        assert names == '["x", "z"]'
         lx, lz = (4.0, 1.0) if name == "convection" else (2 * np.pi, 2.0)
-        assert box[:2] == pytest.approx([lx, lz], rel=1e-15)
+        assert box == pytest.approx([lx, lz], rel=1e-15)
         assert f["z"][-1] == pytest.approx(box[1], rel=1e-15) and f["z"][0] == 0.0
         np.testing.assert_allclose(f["x"][...], np.arange(len(f["x"])) * box[0] / len(f["x"]), rtol=1e-15)
 
@@ -71,15 +71,15 @@ def test_a_walled_planes_box_attribute_gives_the_lengths_along_its_coordinates(r
 def test_the_plates_axis_is_z_in_every_file_of_a_walled_plane(runs, name):
     """One name for the plates' axis: z in the snapshot (its coordinate, the fields' dimension scales, the
     component along it), profiles.h5, a channel's wall_spectra.h5, the slice and profile figures' labels and the
-    export's run.nc, which holds no y but the one cell's (it held both: the snapshots' y and the profiles' z, one
-    axis). The stored plane is (1, Nz, Nx)."""
+    export's run.nc, which holds no y (it held both: the snapshots' y and the profiles' z, one axis; then the one
+    cell's y). The stored plane is (Nz, Nx), its vectors' components x and z."""
     run = runs[name]
     nx, nz = (16, 9) if name == "convection" else (8, 9)
     with h5py.File(sorted((run / "snapshots").glob("s*.h5"))[-1]) as f:
-        assert f["z"].shape == (nz,) and f["y"].shape == (1,) and f["x"].shape == (nx,)
-        assert f["temperature" if name == "convection" else "streamwise"].shape == (1, nz, nx)
-        assert [d[0].name for d in f["vorticity"].dims] == ["/y", "/z", "/x"]
-        assert list(f["component"].asstr()[...]) == ["x", "z", "y"]
+        assert f["z"].shape == (nz,) and "y" not in f and f["x"].shape == (nx,)
+        assert f["temperature" if name == "convection" else "streamwise"].shape == (nz, nx)
+        assert [d[0].name for d in f["vorticity"].dims] == ["/z", "/x"]
+        assert list(f["component"].asstr()[...]) == ["x", "z"]
     with h5py.File(run / "profiles.h5") as f:
         np.testing.assert_array_equal(f["z"][...], h5py.File(sorted((run / "snapshots").glob("s*.h5"))[-1])["z"][...])
     import simulator
@@ -92,7 +92,7 @@ def test_the_plates_axis_is_z_in_every_file_of_a_walled_plane(runs, name):
         assert results.plot.profiles().axes[0].get_ylabel() == f"z ({length})"
     assert cli("export", str(run)) == 0
     with h5py.File(run / "export" / "run.nc") as f:
-        assert f["z"].shape == (nz,) and f["y"].shape == (1,)
+        assert f["z"].shape == (nz,) and "y" not in f
         assert f["profiles/z"].shape == (nz,)
         if name == "channel":
             assert f["wall_spectra/z"].shape == (nz,)
@@ -114,7 +114,7 @@ def test_every_file_of_a_walled_run_says_its_coordinates_fields_and_units(runs, 
     run = runs[name]
     with h5py.File(sorted((run / "snapshots").glob("s*.h5"))[-1]) as f:
         assert json_attr(f, "units")["system"].startswith(system) and json_attr(f, "units")["length"] == length
-        for axis in ("x", "y", "z"):
+        for axis in ("x", "z"):
             assert f[axis].attrs["units"] == length and f[axis].attrs["long_name"]
         assert f["velocity"].attrs["units"] == velocity
         for field in ("velocity", "vorticity"):
@@ -161,9 +161,10 @@ def test_the_files_pages_walled_reading_lines_as_written(runs, capsys):
     block = code("reference/files.md", "python", 1).replace("outputs/tutorial_convection", str(runs["convection"]))
     exec(compile(block, "files.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == '["x", "z", "y"] [4. 1. 4.]'
-    assert lines[1] == "(1, 9, 16) /z H"
-    assert lines[2] == "H Delta T U_ff"
+    assert lines[0] == '["x", "z"] [4. 1.]'
+    assert lines[1] == "(9, 16) /z H"
+    assert lines[2] == "(9, 16, 2) ['x' 'z']"
+    assert lines[3] == "H Delta T U_ff"
 
 
 def test_a_run_whose_plane_had_its_plates_across_y_restarts(runs, tmp_path):

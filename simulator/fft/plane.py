@@ -70,19 +70,25 @@ def file_lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, flo
 def stored_lengths(box: Sequence[float], box_axes: Sequence[str] | None, box_shape: Sequence[int]
                    ) -> tuple[float, float, float]:
     """A snapshot's ``box`` attribute, its lengths along the axes ``box_axes`` names (a plane's in
-    :data:`FILE_ORDER`: x, then y or, between plates, z, then its one cell), as the lengths of the box's axes (a
-    plane's ``(cell, x, y or z)``) of the fields' spatial shape ``box_shape``. ``box_axes`` None: a file written before
-    snapshots named them, whose ``box`` was in the box's axis order already."""
+    :data:`FILE_ORDER`: x, then y or, between plates, z; in files stored one cell deep then that cell), as the lengths
+    of the box's axes (a plane's ``(cell, x, y or z)``, the cell as deep as the plane's longer side: :func:`lengths`)
+    of the fields' spatial shape ``box_shape``. ``box_axes`` None: a file written before snapshots named them, whose
+    ``box`` was in the box's axis order already."""
     if box_axes is None or not holds_plane(box_shape):
         return tuple(float(b) for b in box)  # type: ignore[return-value]
+    if len(box) == 2:  # a plane stored as a plane: its two sides
+        return lengths((1, 1), box)
     return tuple(float(box[FILE_ORDER.index(i)]) for i in range(3))  # type: ignore[return-value]
 
 
 def stored_names(box_axes: Sequence[str] | None, box_shape: Sequence[int]) -> str:
     """The names of the box's axes (:func:`axis_names`) of a snapshot whose ``box_axes`` attribute is ``box_axes``
-    (None: a file written before it was, whose plane is named :data:`AXES`)."""
+    (None: a file written before it was, whose plane is named :data:`AXES`; a plane stored as a plane names its two
+    axes, and its cell is the third of x, y, z)."""
     if box_axes is None or not holds_plane(box_shape):
         return axis_names(box_shape)
+    if len(box_axes) == 2:
+        return "".join(sorted(set("xyz") - set(box_axes))) + "".join(box_axes)
     return "".join(box_axes[FILE_ORDER.index(i)] for i in range(3))
 
 

@@ -23,7 +23,9 @@ back on the way in (checkpoints). A field may name another storage order (:attr:
 canonical axes in the order they are stored): snapshots store ``(z, y, x)`` and ``(z, y, x, component)``,
 the order ParaView reads natively (see :mod:`simulator.output.snapshots`). Each block is transposed on
 the host before it is written, so the data is stored once, in that order; the index dataset's attribute
-``storage_order`` records it (absent: canonical, as in every schema-1 file).
+``storage_order`` records it (absent: canonical, as in every schema-1 file). A storage order may leave out axes of
+one entry, and a field may be the leading part of a longer one (:attr:`Field.canonical`, the rest zero): a plane is
+stored as a plane (:mod:`simulator.output.storage` reads it back canonical).
 
 Coordinates (:class:`Coordinate`) are 1D datasets of the index made HDF5 dimension scales and attached
 to the axes of the fields that name them (:attr:`Field.dims`), so netCDF readers (xarray with
@@ -50,14 +52,16 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
-from simulator.output import summary
+from simulator.output import storage, summary
 
 if TYPE_CHECKING:  # writing and re-sharding need JAX; reading a written file does not
     import jax
 
-#: 2: fields may be stored in another axis order (``storage_order``), coordinates as dimension scales,
-#: lists of numbers as numeric attributes. 1: canonical order only, lists as JSON text.
-SCHEMA_VERSION = 2
+#: 3: a field's storage order may leave out axes of one entry and its leading axis zero entries (the dataset's
+#: ``canonical_shape``: a plane stored as a plane). 2: fields may be stored in another axis order
+#: (``storage_order``), coordinates as dimension scales, lists of numbers as numeric attributes. 1: canonical order
+#: only, lists as JSON text.
+SCHEMA_VERSION = 3
 Index = tuple[slice, ...]
 
 
@@ -75,7 +79,10 @@ class Field:
 
     ``dims`` names the canonical axes ``(*batch, x, y, z)``, e.g. ``("component", "x", "y", "z")``: each
     axis gets the index's coordinate of that name as its dimension scale. ``storage`` lists the
-    canonical axes in the order they are stored, e.g. ``(3, 2, 1, 0)``; None stores canonical order.
+    canonical axes in the order they are stored, e.g. ``(3, 2, 1, 0)``, an axis of one entry it leaves out not
+    stored, e.g. ``(3, 2, 0)`` of a plane's ``(2, 1, Nx, Ny)``; None stores canonical order. ``canonical``: the shape
+    readers return, where it is longer than the array's along an axis (the entries past the array's zero: a plane's
+    vector stored without its third component) or the storage leaves an axis out.
     """
 
     array: jax.Array
@@ -83,12 +90,19 @@ class Field:
     attrs: Mapping[str, Any] | None = None
     dims: tuple[str, ...] | None = None
     storage: tuple[int, ...] | None = None
+    canonical: tuple[int, ...] | None = None
 
     def stored_axes(self) -> tuple[int, ...]:
-        """The backend array's axes in stored order: ``np.transpose(backend_block, this)`` is the stored block."""
+        """The backend array's axes in stored order, those the storage leaves out first: ``np.transpose(backend_block,
+        this)`` is the stored block with those axes (of one entry) ahead of it."""
         to_canonical = np.argsort(canonical_order(self.array.ndim, self.perm))
-        storage = self.storage if self.storage is not None else range(self.array.ndim)
+        storage = list(self.storage) if self.storage is not None else list(range(self.array.ndim))
+        storage = [a for a in range(self.array.ndim) if a not in storage] + storage
         return tuple(int(to_canonical[a]) for a in storage)
+
+    def kept(self) -> int:
+        """How many axes are stored (the last so many of :meth:`stored_axes`)."""
+        return self.array.ndim if self.storage is None else len(self.storage)
 
 
 @dataclass(frozen=True)
@@ -141,25 +155,6 @@ def blocks(array: jax.Array) -> list[tuple[tuple[tuple[int, int], ...], Any]]:
     for device, index in sorted(array.sharding.devices_indices_map(array.shape).items(), key=lambda kv: kv[0].id):
         owners.setdefault(_bounds(index, array.shape), device)
     return sorted(owners.items(), key=lambda kv: kv[0])
-
-
-def transposed(data: np.ndarray, axes: Sequence[int]) -> np.ndarray:
-    """``np.transpose(data, axes)`` as a contiguous array, copied one slice (along the result's axis 1) at a
-    time so that each slice's copy stays in cache: reversing a (3, 128, 128, 128) float32 block took 27 ms
-    against 96 ms as one strided copy (2 cores), (3, 256, 256, 256) 305 ms against 724 ms."""
-    axes = tuple(axes)
-    if axes == tuple(range(data.ndim)):
-        return data
-    if data.ndim < 3:
-        return np.ascontiguousarray(np.transpose(data, axes))
-    out = np.empty(tuple(data.shape[a] for a in axes), data.dtype)
-    loop = axes[1]
-    rest = [a - (a > loop) for a in axes if a != loop]  # the axes of one slice of data, in the result's order
-    index: list[Any] = [slice(None)] * data.ndim
-    for i in range(data.shape[loop]):
-        index[loop] = i
-        out[:, i] = np.transpose(data[tuple(index)], rest)
-    return out
 
 
 def describe_os_error(err: Exception) -> str:
@@ -256,14 +251,16 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
             arr = field.array
             group = f.create_group(name)
             axes = field.stored_axes()
-            group.attrs["global_shape"] = [arr.shape[i] for i in axes]
+            kept = axes[len(axes) - field.kept():]
+            group.attrs["global_shape"] = [arr.shape[i] for i in kept]
             if field.storage is not None:
                 group.attrs["storage_order"] = list(field.storage)
             for i, bounds, data in _local_blocks(arr, axes):
+                data = data.reshape(data.shape[len(axes) - len(kept):])  # the left-out axes of one entry
                 extra = {"chunks": checksum_chunks(data.shape, data.itemsize), "fletcher32": True} if checksum else {}
                 ds = group.create_dataset(f"b{i}", data=data, **extra)
-                ds.attrs["start"] = [bounds[a][0] for a in axes]
-                ds.attrs["stop"] = [bounds[a][1] for a in axes]
+                ds.attrs["start"] = [bounds[a][0] for a in kept]
+                ds.attrs["stop"] = [bounds[a][1] for a in kept]
 
     write_atomically(process_file(stem, rank), fill_process)
     barrier(f"write {stem}")
@@ -291,7 +288,7 @@ def _local_blocks(arr: jax.Array | Parts, axes: Sequence[int]
         local = {s.device: s for s in arr.addressable_shards}
         for i, (bounds, owner) in enumerate(blocks(arr)):
             if owner in local:
-                yield i, bounds, transposed(np.asarray(local[owner].data), axes)
+                yield i, bounds, storage.transposed(np.asarray(local[owner].data), axes)
         return
     owned = [(i, bounds, owner) for i, (bounds, owner) in enumerate(blocks(arr))
              if owner.process_index == jax.process_index()]
@@ -306,7 +303,7 @@ def _local_blocks(arr: jax.Array | Parts, axes: Sequence[int]
             if bounds[0] != (0, arr.shape[0]) or _bounds(where[owner], part.shape) != bounds[1:]:
                 raise ValueError(f"slice {j} of a {list(arr.shape)} array is not laid out as the whole: its "
                                  f"{_bounds(where[owner], part.shape)} on {owner}, the whole's {bounds}")
-            out[i][(slice(None),) * slot + (j,)] = transposed(np.asarray(local[owner].data), rest)
+            out[i][(slice(None),) * slot + (j,)] = storage.transposed(np.asarray(local[owner].data), rest)
     for i, bounds, _ in owned:
         yield i, bounds, out.pop(i)
 
@@ -343,23 +340,37 @@ def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Ma
     f.attrs["sources"] = json.dumps([f"{stem.name}/{s}" for s in sources])
     for name, field in fields.items():
         arr = field.array
-        axes = field.stored_axes()
-        layout = h5py.VirtualLayout(shape=tuple(arr.shape[i] for i in axes), dtype=arr.dtype)
-        for i, (bounds, owner) in enumerate(blocks(arr)):
-            stored = [bounds[a] for a in axes]
-            source = h5py.VirtualSource(f"{stem.name}/{process_file(stem, owner.process_index).name}",
-                                        f"{name}/b{i}", shape=tuple(b - a for a, b in stored))
-            layout[tuple(slice(a, b) for a, b in stored)] = source
+        axes = field.stored_axes()[arr.ndim - field.kept():]
+        shape = [arr.shape[i] for i in axes]
         # every element is mapped, so the fill value never shows; NaN would flag a layout bug in floats
-        ds = f.create_virtual_dataset(name, layout, fillvalue=np.nan if arr.dtype.kind == "f" else None)
+        ds = _virtual(f, name, stem, name, arr, axes, shape, np.nan if arr.dtype.kind == "f" else None)
+        whole = [field.canonical[i] for i in axes] if field.canonical is not None else shape
+        if whole != shape:  # stored shorter than it is: its whole, the rest zero, for readers that need it (ParaView)
+            _virtual(f, f"{storage.PADDED}/{name}", stem, name, arr, axes, whole, 0).attrs["description"] = (
+                f"/{name} whole: its entries past the stored ones are the fill value, 0, not stored")
         for key, value in (field.attrs or {}).items():
             ds.attrs[key] = value
         if field.storage is not None:
             ds.attrs["storage_order"] = list(field.storage)
+        if field.canonical is not None or field.kept() < arr.ndim:
+            ds.attrs["canonical_shape"] = list(field.canonical or arr.shape)
         for j, axis in enumerate(field.storage if field.storage is not None else range(arr.ndim)):
             dim = field.dims[axis] if field.dims else None
             if dim is not None and dim in coordinates:
                 ds.dims[j].attach_scale(f[dim])
+
+
+def _virtual(f: h5py.File, path: str, stem: Path, name: str, arr: jax.Array | Parts, axes: Sequence[int],
+             shape: Sequence[int], fill: Any) -> h5py.Dataset:
+    """The virtual dataset ``path`` of ``shape`` in ``f``: the blocks of field ``name`` (:func:`blocks` of ``arr``, its
+    ``axes`` stored) from the shard files, where they lie; any element outside them reads as ``fill``."""
+    layout = h5py.VirtualLayout(shape=tuple(shape), dtype=arr.dtype)
+    for i, (bounds, owner) in enumerate(blocks(arr)):
+        stored = [bounds[a] for a in axes]
+        source = h5py.VirtualSource(f"{stem.name}/{process_file(stem, owner.process_index).name}",
+                                    f"{name}/b{i}", shape=tuple(b - a for a, b in stored))
+        layout[tuple(slice(a, b) for a, b in stored)] = source
+    return f.create_virtual_dataset(path, layout, fillvalue=fill)
 
 
 class IndexedFile:
@@ -407,7 +418,7 @@ class IndexedFile:
     @property
     def fields(self) -> list[str]:
         """The stored fields (coordinates, which are dimension scales, left out)."""
-        return [name for name, ds in self.file.items() if not ds.is_scale]
+        return [name for name, ds in self.file.items() if isinstance(ds, h5py.Dataset) and not ds.is_scale]
 
     def storage_order(self, name: str) -> tuple[int, ...]:
         """The canonical axes of field ``name`` in the order they are stored (identity for schema 1)."""
@@ -415,10 +426,10 @@ class IndexedFile:
         return tuple(int(a) for a in ds.attrs.get("storage_order", range(ds.ndim)))
 
     def shape(self, name: str) -> tuple[int, ...]:
-        """The canonical shape ``(*batch, Nx, Ny, Nz)`` of field ``name``."""
-        stored = self._dataset(name).shape
-        order = self.storage_order(name)
-        return tuple(stored[j] for j in np.argsort(order))
+        """The canonical shape ``(*batch, Nx, Ny, Nz)`` of field ``name`` (a plane's ``(*batch, 1, Nx, Ny)``, its
+        vectors' three components, however it is stored: :mod:`simulator.output.storage`)."""
+        ds = self._dataset(name)
+        return storage.canonical_shape(ds.shape, self.storage_order(name), ds.attrs.get("canonical_shape"))
 
     def slowest_axis(self, name: str) -> int:
         """The canonical axis stored slowest, whose planes are contiguous (cheap to read one at a time)."""
@@ -430,12 +441,9 @@ class IndexedFile:
         first component; only the shard blocks the slice touches are read."""
         ds = self._dataset(name)
         order = self.storage_order(name)
-        if order == tuple(range(ds.ndim)):
+        if order == tuple(range(ds.ndim)) and "canonical_shape" not in ds.attrs:
             return ds[index]
-        canonical = _full_index(index, ds.ndim)
-        data = ds[tuple(canonical[a] for a in order)]
-        kept = [a for a in order if isinstance(canonical[a], slice)]  # canonical axes of data, stored order
-        return np.transpose(data, np.argsort(kept))
+        return storage.read(ds, order, self.shape(name), index)
 
     def _dataset(self, name: str) -> h5py.Dataset:
         if name not in self.fields:
@@ -471,22 +479,6 @@ class Snapshot(IndexedFile, Mapping[str, np.ndarray]):
         return name in self.fields
 
 
-def _full_index(index: Any, ndim: int) -> list[int | slice]:
-    """``index`` (an integer, a slice, or a tuple of them with at most one Ellipsis) as one entry per axis."""
-    entries = list(index) if isinstance(index, tuple) else [index]
-    if entries.count(Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis")
-    for entry in entries:
-        if entry is not Ellipsis and not isinstance(entry, (int, np.integer, slice)):
-            raise TypeError(f"index entries must be integers or slices, not {type(entry).__name__}")
-    if Ellipsis in entries:
-        at = entries.index(Ellipsis)
-        entries[at:at + 1] = [slice(None)] * (ndim - len(entries) + 1)
-    if len(entries) > ndim:
-        raise IndexError(f"too many indices ({len(entries)}) for a field of {ndim} axes")
-    return entries + [slice(None)] * (ndim - len(entries))
-
-
 def read_into(snapshot: IndexedFile, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
               perm: Sequence[int] = (0, 1, 2), dtype: Any = None) -> jax.Array:
     """A sharded array of global ``shape`` (backend axis order ``perm``) filled from field ``name``.
@@ -498,15 +490,13 @@ def read_into(snapshot: IndexedFile, name: str, shape: Sequence[int], sharding: 
     import jax
 
     ds = snapshot.file[name]
-    storage = snapshot.storage_order(name)
+    stored, whole = snapshot.storage_order(name), snapshot.shape(name)
     order = canonical_order(len(shape), perm)
     inverse = np.argsort(order)
-    to_backend = np.argsort(storage)[list(order)]  # stored axes of a block in the backend's order
 
     def block(index: Index) -> np.ndarray:
         bounds = _bounds(index, shape)
-        canon = [slice(*bounds[i]) for i in inverse]
-        data = ds[tuple(canon[a] for a in storage)]
-        return np.transpose(data, to_backend).astype(dtype or ds.dtype, copy=False)
+        canon = tuple(slice(*bounds[i]) for i in inverse)
+        return np.transpose(storage.read(ds, stored, whole, canon), order).astype(dtype or ds.dtype, copy=False)
 
     return jax.make_array_from_callback(tuple(shape), sharding, block, dtype=dtype or ds.dtype)

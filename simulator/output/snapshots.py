@@ -12,7 +12,7 @@ series' last drops the later ones, and :func:`truncate_series` (for the run loop
 those past the resumed step at once.
 
 Fields are stored in the axis order ParaView reads natively: scalars ``(Nz, Ny, Nx)``, vectors
-``(Nz, Ny, Nx, 3)`` with the component fastest (schema 2; see :mod:`simulator.output.xdmf` for why).
+``(Nz, Ny, Nx, 3)`` with the component fastest (see :mod:`simulator.output.xdmf` for why).
 A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored like a vector,
 ``(Nz, Ny, Nx, n)``, with its own index coordinate ``<name>_index`` (0 .. n-1) instead of ``component``.
 :meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
@@ -20,10 +20,15 @@ A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
 ``i * L / N``, length units; between plates the bounded axis's points) and ``component`` (``"x" "y" "z"``) are
 dimension scales attached to the fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x,
-component)``. A plane is stored one cell deep, ``(1, Ny, Nx)`` (that cell named z); a plane between plates is an x-z
-plane, ``(1, Nz, Nx)`` (the cell named y, the components ``"x" "z" "y"``: :data:`simulator.fft.plane.WALLED_AXES`).
-Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's z the depth
-of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
+component)``. A plane (the box ``(1, Nx, Ny)`` it runs as) is stored as a plane (schema 3): scalars ``(Ny, Nx)``,
+vectors ``(Ny, Nx, 2)`` of its two components (the third, across it, is zero: not stored), stacks ``(Ny, Nx, n)``,
+coordinates ``x`` and ``y``, components ``"x" "y"``; a plane between plates is an x-z plane, ``(Nz, Nx)``, ``x`` and
+``z``, components ``"x" "z"`` (:data:`simulator.fft.plane.WALLED_AXES`). Its vectors' whole, ``padded/<name>``
+``(Ny, Nx, 3)``, is a virtual dataset whose third component is the fill value (for ParaView:
+:mod:`simulator.output.xdmf`). Files of schema 2 and before stored it one cell deep, ``(1, Ny, Nx)`` and ``(1, Ny,
+Nx, 3)``; the readers take either from the file's own layout (:mod:`simulator.output.storage`).
+Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's x and y, or x
+and z; schema 2 added its z, the depth of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
 snapshot of two writes is refused by its readers), and each variable's ``units`` (the run's unit system's, where its
 equation has one: free-fall units of convection, outer units of a channel; ``units["system"]`` says them in words)
@@ -112,9 +117,10 @@ def storage_order(ndim: int) -> tuple[int, ...]:
 
 
 def plane_storage_order(ndim: int) -> tuple[int, ...]:
-    """A plane's field in stored order: (z, y, x), or (z, y, x, component), so that ParaView's x and y (the fastest
-    axes) are the plane's and its image is one layer deep in z."""
-    return (0, 2, 1) if ndim == 3 else (1, 3, 2, 0)
+    """A plane's field (canonical ``(*batch, 1, Nx, Ny)``) in stored order: ``(Ny, Nx)``, or ``(Ny, Nx, component)``,
+    its one cell left out (:mod:`simulator.output.storage`), so that ParaView's x and y (the fastest axes) are the
+    plane's."""
+    return (2, 1) if ndim == 3 else (3, 2, 0)
 
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
@@ -140,8 +146,8 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     grid = next(iter(fields.values())).shape[-3:]
     plane = holds_plane(grid)
     axes, order = tuple(axis_names(grid, walled=bounded is not None)), plane_storage_order if plane else storage_order
-    # the box's axes as a reader takes them: x, y, z, or a plane's x, then y (between plates z), then its one cell
-    along = [axes[i] for i in FILE_ORDER] if plane else list(axes)
+    # the axes as a reader takes them: x, y, z, or a plane's x, then y (between plates z): its one cell is not stored
+    along = [axes[i] for i in FILE_ORDER[:2]] if plane else list(axes)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
@@ -152,7 +158,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     if bounded:
         points[2] = BOUNDED[bounded](grid[2], box[2]).points()
     coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
-                   for axis, values in zip(axes, points, strict=True)}
+                   for axis, values in zip(axes, points, strict=True) if axis in along}  # a plane's cell has none
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
         coordinates["component"] = hdf5.Coordinate(np.array(along), {"long_name": "vector component along"})
     for name in stacked:
@@ -161,22 +167,36 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     batch = {name: ((f"{name}_index",) if name in stacked else ("component",)) if field.ndim == 4 else ()
              for name, field in fields.items()}
     described = {name: {"description": text} for name, text in (descriptions or {}).items()}
-    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units"), **described.get(name, {})},
-                               dims=batch[name] + axes, storage=order(field.ndim))
+    stored = {name: hdf5.Field(plane_components(field) if plane and batch[name] == ("component",) else field,
+                               attrs={"units": units.get(name, "code units"), **described.get(name, {})},
+                               dims=batch[name] + axes, storage=order(field.ndim),
+                               canonical=tuple(field.shape) if plane else None)
               for name, field in fields.items()}
     # the lengths in that order, as box_axes names them (f.attrs["box"][1] is a plane's y or z), not its box's
-    sides = [float(box[i]) for i in FILE_ORDER] if plane else [float(b) for b in box]
+    sides = [float(box[i]) for i in FILE_ORDER[:2]] if plane else [float(b) for b in box]
     index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": sides, "box_axes": along,
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
-        shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
+        shapes = {name: (tuple(stored[name].array.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z
-        rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
-        grid_xml = snapshot_grid(index.name, shapes, sides, time, int(attrs["step"]), stacked, rectilinear)
+        # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z (a plane's x, y, then its
+        # one point deep at 0)
+        rectilinear = [points[i] for i in FILE_ORDER[:2]] + [np.zeros(1)] if plane else points
+        grid_xml = snapshot_grid(index.name, shapes, [float(box[i]) for i in FILE_ORDER] if plane else sides, time,
+                                 int(attrs["step"]), stacked, rectilinear if bounded else None, plane)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
+
+
+def plane_components(field: jax.Array | hdf5.Parts) -> jax.Array | hdf5.Parts:
+    """A plane's field as it is stored: a scalar as it is, a vector ``(3, 1, Nx, Ny)`` its two components in the
+    plane, ``(2, 1, Nx, Ny)`` (the third, across the plane, is zero: readers put it back)."""
+    if field.ndim == 3:
+        return field
+    if isinstance(field, hdf5.Parts):
+        return hdf5.Parts((2, *field.shape[1:]), field.dtype, field.sharding, field.part)
+    return field[:2]
 
 
 def lengths(snap: hdf5.IndexedFile) -> tuple[float, float, float]:

@@ -11,8 +11,8 @@ group=NAME)`` gives the task with named coordinates. Group ``<name>``:
   counts the complete rows);
 * ``<name>`` ``(rows, ...)`` float64: a slice ``(time, a, b)`` over the two axes other than its normal,
   in order (normal to z: ``(time, x, y)``); a profile ``(time, <axis>)``; a box reduction ``(time,)``; on a plane
-  the axes are the plane's (:mod:`.task_entries`), and a slice normal to x or y is the line ``(time, y)`` or
-  ``(time, x)`` of it;
+  the axes are the plane's (:mod:`.task_entries`), a slice normal to x or y is the line ``(time, y)`` or
+  ``(time, x)`` of it, and a profile along z (its one cell) the plane's mean ``(time,)``: no dimension of one entry;
   attributes ``field``, ``component``, ``reduce``, ``axis``, ``index`` and ``position`` (the plane's
   coordinate) where they apply, ``units``, ``long_name``;
 * ``x``, ``y``, ``z`` (those its dimensions use): the grid points i L/N, in length units, dimension scales.
@@ -71,11 +71,13 @@ def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units
     """The layout of a resolved task on the box ``shape`` (the grid's cells: a plane's ``(1, Nx, Ny)``) of lengths
     ``box``; ``units``: the run's (the clock's); ``field_doc``: what its field is (the equation's declaration). The
     axes are named as the box's (:func:`simulator.fft.plane.axis_names`: a plane's z, x, y); a plane's one-cell z
-    is no dimension of a slice normal to x or y (a line of the plane)."""
+    is no dimension of a slice normal to x or y (a line of the plane), nor of a profile along z (the plane's mean,
+    one number a row)."""
     axes = axis_names(shape)
-    flat = "z" if holds_plane(shape) and task.axis != "z" else ""  # a plane's one cell along z: no dimension
+    cell = "z" if holds_plane(shape) else ""  # a plane's one cell along z: no dimension
+    flat = cell if task.axis != "z" else ""
     dims = (tuple(a for a in axes if a not in (task.axis, flat)) if task.reduce == "slice"
-            else (task.axis,) if task.reduce == "profile" else ())
+            else (task.axis,) if task.reduce == "profile" and task.axis != cell else ())
     coords = {a: np.arange(shape[axes.index(a)]) * (float(box[axes.index(a)]) / shape[axes.index(a)]) for a in dims}
     what = task.field if task.component is None else (
         f"{task.field} {COMPONENT_NAMES.get(task.component, f'[{task.component}]')}")
@@ -92,7 +94,8 @@ def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units
     elif task.reduce == "profile":
         attrs["axis"] = task.axis
         others = " and ".join(a for a in axes if a not in (task.axis, flat))
-        attrs["long_name"] = f"{what} averaged over {others}, against {task.axis}"
+        against = f"its one cell along {cell}" if task.axis == cell else f"against {task.axis}"
+        attrs["long_name"] = f"{what} averaged over {others}, {against}"
     else:
         attrs["long_name"] = f"{task.reduce} of {what} over the box"
     return TaskLayout(task.name, json.dumps(definition(task, shape)), dims, coords, attrs)
@@ -182,7 +185,8 @@ class TasksFile:
         def add(f: h5py.File) -> None:
             group = f[name]
             row = group["step"].shape[0]
-            # a line of a plane comes as the box's slice, one cell along the plane's normal: the row is the line
+            # a line of a plane comes as the box's slice, one cell along the plane's normal: the row is the line (a
+            # profile across the plane, one cell, is its mean)
             row_value = np.reshape(value, group[name].shape[1:])
             for ds, v in ((group[name], row_value), (group["time"], t), (group["step"], step)):
                 ds.resize(row + 1, axis=0)

@@ -13,6 +13,15 @@ A vector is one 4D array with the component axis fastest: the only vector form P
 default (Xdmf3) reader loads; it skips a ``JOIN`` function of three arrays. A stack of n scalar
 fields, stored the same way ``(Nz, Ny, Nx, n)``, is a ``Matrix`` attribute: ParaView shows one array of
 n components.
+
+A plane, stored as a plane (scalars ``(Ny, Nx)``, vectors ``(Ny, Nx, 2)``, a walled plane's ``(Nz, Nx)``), is a grid
+one point deep, ``1 Ny Nx``, each dataset read as ``1 Ny Nx [c]``: both readers then lay it in ParaView's X-Y plane,
+the plane's x along X (a ``2DCoRectMesh`` lies in ParaView 5.11's Y-Z plane in the default reader, and the legacy
+reader does not read a vector of two components on it). A vector of the plane's two components is read from the
+index's ``padded/<name>`` (:mod:`simulator.output.storage`), a virtual dataset ``(Ny, Nx, 3)`` of the same blocks
+whose third component is HDF5's fill value, zero, not stored: ParaView's vectors (glyphs, the Gradient filter's
+vorticity) need three components, the default reader loads two as a plain array, and it skips an XDMF ``Function``
+(a ``JOIN`` padding them) altogether.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import numpy as np
 from simulator.output.base import Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.rows import later
+from simulator.output.storage import PADDED
 
 SERIES = "series.xdmf"
 NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
@@ -34,16 +44,20 @@ NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
 
 def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dtype]], box: Sequence[float],
                   time: float, step: int, stacked: Collection[str] = (),
-                  points: Sequence[np.ndarray] | None = None) -> ET.Element:
+                  points: Sequence[np.ndarray] | None = None, plane: bool = False) -> ET.Element:
     """The grid of one snapshot, its fields read from ``index`` (a path relative to the XDMF file).
 
     ``fields`` maps names to (stored shape, dtype): ``(Nz, Ny, Nx)`` for scalars, ``(Nz, Ny, Nx, 3)`` for
     vectors, ``(Nz, Ny, Nx, n)`` for the stacks named in ``stacked``; ``box`` is ``(Lx, Ly, Lz)``. Grid
     points sit at ``i * L / N`` from the origin (a uniform ``3DCoRectMesh``), or, where ``points`` gives each
     axis's coordinates ``(x, y, z)`` (a grid between plates, :mod:`simulator.fft.bases`), at those: a rectilinear
-    ``3DRectMesh``, so that the plates are drawn where they are.
+    ``3DRectMesh``, so that the plates are drawn where they are. ``plane``: the fields are a plane's, ``(Ny, Nx)``,
+    ``(Ny, Nx, 2)`` and ``(Ny, Nx, n)``, drawn one point deep (``box`` and ``points`` have the plane's two axes and
+    then its depth, one point at 0), its vectors read with their third component from ``padded/<name>``.
     """
-    grid_shape = next(iter(fields.values()))[0][:3]
+    ahead = (1,) if plane else ()  # a plane's datasets read as one point deep
+    grid_shape = (*ahead, *next(iter(fields.values()))[0][:2 if plane else 3])
+    components = 2 if plane else 3
     spacing = [float(b) / n for b, n in zip(reversed(box), grid_shape, strict=True)]
     grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
     ET.SubElement(grid, "Time", Value=repr(float(time)))
@@ -60,15 +74,22 @@ def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dty
             ET.SubElement(geometry, "DataItem", Dimensions=str(len(axis)), NumberType="Float", Precision="8",
                           Format="XML").text = " ".join(repr(float(v)) for v in axis)
     for name, (shape, dtype) in fields.items():
-        dtype = np.dtype(dtype)
-        allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) == (3,)
+        dtype, shape = np.dtype(dtype), (*ahead, *shape)
+        allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) == (components,)
         if tuple(shape[:3]) != tuple(grid_shape) or not allowed:
-            raise ValueError(f"field {name!r} has stored shape {list(shape)}: XDMF needs {list(grid_shape)} "
-                             f"or {[*grid_shape, 3]}, or {[*grid_shape, 'n']} for a stack")
+            raise ValueError(f"field {name!r} has stored shape {list(shape[len(ahead):])}: XDMF needs "
+                             f"{list(grid_shape[len(ahead):])} or {[*grid_shape[len(ahead):], components]}, or "
+                             f"{[*grid_shape[len(ahead):], 'n']} for a stack")
         kind = "Matrix" if name in stacked else "Scalar" if len(shape) == 3 else "Vector"
+        padded = plane and kind == "Vector"  # ParaView's vectors have three components: the third, zero, unstored
         attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType=kind, Center="Node")
-        ET.SubElement(attribute, "DataItem", Dimensions=_dims(shape), NumberType=NUMBER_TYPES[dtype.kind],
-                      Precision=str(dtype.itemsize), Format="HDF").text = f"{index}:/{name}"
+        if padded:  # what a reader of the XDMF alone needs to know of the dataset it names
+            ET.SubElement(attribute, "Information", Name="padding", Value=(
+                f"{PADDED}/{name} is /{name} (its two components in the plane) with a third, zero, component: a "
+                "virtual dataset whose third component is the HDF5 fill value, not stored"))
+        ET.SubElement(attribute, "DataItem", Dimensions=_dims((*shape[:3], 3) if padded else shape),
+                      NumberType=NUMBER_TYPES[dtype.kind], Precision=str(dtype.itemsize),
+                      Format="HDF").text = f"{index}:/{PADDED + '/' if padded else ''}{name}"
     return grid
 
 

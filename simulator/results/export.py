@@ -7,7 +7,7 @@ limit, 8 GiB by default), with the statistics, tasks and particles that fit as g
 (:mod:`simulator.results.export_groups`; :attr:`NetcdfPlan.left_out` names the rest, and a time series or
 spectra file without a row). The root group::
 
-    dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
+    dimensions   time (one per snapshot), component (3; a plane's 2), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), k_h and k_z (Boussinesq's map bins),
                  time_series (rows of timeseries.csv)
     coordinates  time, step (along time); a, redshift (along time) when the snapshots carry them
@@ -17,7 +17,9 @@ spectra file without a row). The root group::
                  time_series (the column time); step_series and the clock columns (a_series, ...)
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
-                 for ParaView), in the run's precision (the widest a restart left)
+                 for ParaView), in the run's precision (the widest a restart left); a plane's as a
+                 plane, (time, [component,] x, y) or between plates (time, [component,] x, z), its
+                 vectors' two components (results/export_fields.py), whichever layout its files have
                  <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5 (a map (time_spectra, k_h, k_z))
                  <column>_series (time_series): each other column of timeseries.csv
     attributes   title (the run's name), config (the resolved config as YAML), units (JSON: the run's
@@ -66,11 +68,14 @@ import numpy as np
 import yaml
 
 from simulator.errors import ConfigError, counted
+from simulator.fft.plane import holds_plane
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR, lengths, names  # CODE_UNITS the run-wide one
+from simulator.output.storage import PADDED
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.planning.cost import human_bytes
+from simulator.results.export_fields import exported_shape, field_dims, in_plane
 from simulator.results.export_groups import (
     has_rows,
     plan_groups,
@@ -168,15 +173,6 @@ def _check_room(path: Path, size: int) -> None:
                                f"{human_bytes(free)} free)")
 
 
-def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
-    """The dimension names of field ``name`` in canonical order ``(*batch, x, y, z)``: those of the scales
-    attached to its index dataset, else component, x, y, z (schema 1 attached none)."""
-    ds = snap.file[name]
-    stored = [dim[0].name.rsplit("/", 1)[-1] if len(dim) else None for dim in ds.dims]
-    order = snap.storage_order(name)
-    return tuple(stored[order.index(a)] or default for a, default in enumerate(("component", *AXES)[-ds.ndim:]))
-
-
 def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
                 max_size: int = MAX_SIZE, overwrite: bool = False) -> NetcdfPlan:
     """Check a netCDF export of ``run_dir`` to ``path`` (default ``run_dir/export/run.nc``) of the snapshot
@@ -194,7 +190,8 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     dtypes: dict[str, list[np.dtype]] = {}
     for ref in run.output("snapshots"):  # a run directory holds one grid: a restart on another one must branch
         with _open(ref) as snap:
-            first = first or {n: (field_dims(snap, n), snap.shape(n), snap.file[n].dtype) for n in snap.fields}
+            first = first or {n: (field_dims(snap, n), exported_shape(snap, n), snap.file[n].dtype)
+                              for n in snap.fields}
             held.append(set(snap.fields))
             for n in snap.fields:
                 dtypes.setdefault(n, []).append(snap.file[n].dtype)
@@ -269,23 +266,25 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     with refs[0].open() as first:
         head, box, axes = first.attrs, lengths(first), names(first)
         components = first.file["component"].asstr()[...] if "component" in first.file else np.array(AXES)
+        plane = holds_plane(first.shape(first.fields[0])[-3:])
         # the points the snapshots hold (between plates the bounded axis's cell centres or Gauss-Lobatto heights)
         stored = {axis: np.asarray(first.file[axis][...]) for axis in AXES if axis in first.file}
     units.update(head.get("units", {}))
     f.attrs["units"] = json.dumps(units)
     sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
     batch = sorted(sizes.keys() - set(AXES))
-    f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
-    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES), a walled one's
-    # (1, Nx, Nz) y, x, z (WALLED_AXES): the file's names
-    for axis, length in zip(axes, box, strict=True):
+    f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES) if d in sizes}})
+    # a plane's box (1, Nx, Ny) has its axes named z, x, y (simulator.fft.plane.AXES), a walled one's (1, Nx, Nz)
+    # y, x, z (WALLED_AXES): the file's names, its one cell left out
+    for axis, length in list(zip(axes, box, strict=True))[1 if plane else 0:]:
         # a snapshot holding no coordinates (written before they were stored) is on the uniform grid
         points = stored.get(axis, np.arange(sizes[axis]) * (float(length) / sizes[axis]))
         variable(f, axis, (axis,), points, units=units["length"], long_name=f"{axis} of the grid points",
                  axis=axis.upper())
     for d in batch:
-        if d == "component":
-            variable(f, d, (d,), components.astype(object), h5py.string_dtype(), long_name="vector component along")
+        if d == "component":  # a plane's first two (an earlier file's third was across the plane)
+            variable(f, d, (d,), components[:sizes[d]].astype(object), h5py.string_dtype(),
+                     long_name="vector component along")
         else:
             variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
     variables = {name: variable(f, name, ("time", *dims), dtype=dtype)
@@ -296,8 +295,8 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
             metas.append(snap.attrs)
             for name, var in variables.items():
                 if i == 0:
-                    var.attrs.update(stored_attrs(snap.file[name], drop=("storage_order",)))
-                var[i] = snap.read(name)
+                    var.attrs.update(stored_attrs(snap.file[name], drop=("storage_order", "canonical_shape")))
+                var[i] = in_plane(snap.read(name), plan.fields[name][0])
     variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
              long_name="simulation time of each snapshot", axis="T")
     variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
@@ -332,12 +331,12 @@ def _copy_index(src: h5py.File, dst: h5py.File) -> None:
     """Every dataset of the index ``src`` into ``dst`` as stored, data included, with its attributes and scales."""
     dst.attrs.update(stored_attrs(src, drop=("complete", "sources")))
     dst.attrs["sources"] = json.dumps([])  # nothing outside this file
-    scales = [n for n, ds in src.items() if ds.is_scale]
+    scales = [n for n, ds in src.items() if isinstance(ds, h5py.Dataset) and ds.is_scale]
     for name in scales:
         dst.create_dataset(name, data=src[name][()], dtype=src[name].dtype)
         dst[name].attrs.update(stored_attrs(src[name]))
         dst[name].make_scale(name)
-    for name in [n for n in src if n not in scales]:
+    for name in [n for n in src if n not in scales and n != PADDED]:
         ds = src[name]
         out = dst.create_dataset(name, shape=ds.shape, dtype=ds.dtype)
         out.attrs.update(stored_attrs(ds))
@@ -347,6 +346,10 @@ def _copy_index(src: h5py.File, dst: h5py.File) -> None:
         for j, dim in enumerate(ds.dims):
             for scale in dim.values():
                 out.dims[j].attach_scale(dst[scale.name])
+    for name, ds in src[PADDED].items() if PADDED in src else ():  # a field's whole, its zeros unstored: of this file
+        layout = h5py.VirtualLayout(shape=ds.shape, dtype=ds.dtype)
+        layout[tuple(slice(0, n) for n in dst[name].shape)] = h5py.VirtualSource(".", name, shape=dst[name].shape)
+        dst.create_virtual_dataset(f"{PADDED}/{name}", layout, fillvalue=0).attrs.update(ds.attrs)
 
 
 def write_merge(plan: MergePlan) -> list[Path]:
