@@ -27,7 +27,11 @@ PLANES = {
                                     "at_end: true}]"],
                  ("y", "x"), [2 * np.pi, 2 * np.pi]),
     "walled": ("convection_2d_noslip.yaml", ["precision=float32", "grid.shape=[16,9]", "time.t_end=0.25",
-                                             "fft.backend=single"],
+                                             "fft.backend=single", "output.snapshots.at_end=true",
+                                             "output.tasks=[{name: b, field: temperature, reduce: profile, axis: z, "
+                                             "at_end: true}, {name: w, field: velocity, component: z, reduce: slice, "
+                                             "axis: z, index: 3, at_end: true}, {name: plane, field: temperature, "
+                                             "reduce: slice, axis: y, at_end: true}]"],
                ("z", "x"), [4.0, 1.0]),
 }
 
@@ -37,7 +41,8 @@ def test_a_plane_run_stores_its_snapshots_as_a_plane(kind, tmp_path, capfd):
     """Through `simulator run`: every snapshot's fields are 2D in the index and in the shards (scalars (Ny, Nx) or
     (Nz, Nx), vectors (.., .., 2) with the components x y or x z), the dimension scales only the plane's two axes,
     ``box`` its two lengths named by ``box_axes``; xarray gives velocity(z, x, component). Before, the fields were
-    (1, Ny, Nx) and (1, Ny, Nx, 3) with a zero third component, the box three lengths."""
+    (1, Ny, Nx) and (1, Ny, Nx, 3) with a zero third component, the box three lengths. A walled plane's tasks name
+    its axes as its snapshots (before, a profile along z was the plane's mean and the plates' axis y)."""
     config, sets, axes, box = PLANES[kind]
     args = ["run", str(ROOT / "configs" / config), "--out", str(tmp_path / "run")]
     code, _, err = command(capfd, *args, *[a for s in sets for a in ("--set", s)])
@@ -68,6 +73,15 @@ def test_a_plane_run_stores_its_snapshots_as_a_plane(kind, tmp_path, capfd):
     if kind == "periodic":  # a task's profile across the plane (its one cell) is the plane's mean, one number a row
         with h5py.File(tmp_path / "run" / "tasks.h5", "r") as f:
             assert f["mean/mean"].shape == (1,) and "z" not in f["mean"]
+    if kind == "walled":  # its tasks name the axes as its snapshots: z across the plates, at their heights
+        with h5py.File(tmp_path / "run" / "tasks.h5", "r") as t, h5py.File(indexes[-1], "r") as f:
+            assert t["b/step"][-1] == f.attrs["step"]
+            np.testing.assert_array_equal(t["b/z"][:], f["z"][:])
+            np.testing.assert_allclose(t["b/b"][-1], f["temperature"][...].mean(axis=1), atol=1e-6)
+            w = f["velocity"][3, :, 1]  # w at the height of index 3, along x
+            assert np.any(w) and t["w/w"].shape[1:] == w.shape and t["w/w"].attrs["position"] == f["z"][3]
+            np.testing.assert_allclose(t["w/w"][-1], w, rtol=1e-6, atol=1e-12)
+            np.testing.assert_allclose(t["plane/plane"][-1], f["temperature"][...].T, atol=1e-7)
     # merged, the index's padded/velocity (what the XDMF gives ParaView) is a view of the merged file's own velocity
     code, _, err = command(capfd, "export", str(tmp_path / "run"), "--merge")
     assert code == 0, err

@@ -50,18 +50,18 @@ class Task:
     index: int | None
 
     @classmethod
-    def of(cls, entry: Any, cells: tuple[int, int, int]) -> Task:
+    def of(cls, entry: Any, cells: tuple[int, int, int], walled: bool = False) -> Task:
         """A resolved ``output.tasks`` entry (:class:`simulator.output.task_entries.TaskOutput`: axis and index
         filled in by the config) on the box ``cells`` (a plane's ``(1, Nx, Ny)``, whose x and y are its axes 1 and
-        2)."""
-        component, axis = entry.indices(cells)
+        2; between plates, ``walled``, its x and z)."""
+        component, axis = entry.indices(cells, walled)
         return cls(entry.name, entry.field, component, entry.component == "magnitude", entry.reduce, axis,
                    entry.index)
 
 
 def layout_of(cfg: Any) -> tuple[Task, ...]:
     """The tasks of a run of ``cfg`` (its resolved ``output.tasks``)."""
-    return tuple(Task.of(entry, cfg.grid.cells) for entry in cfg.output.section("tasks"))
+    return tuple(Task.of(entry, cfg.grid.cells, cfg.grid.walls.on) for entry in cfg.output.section("tasks"))
 
 
 def reduce(f: jax.Array, task: Task) -> jax.Array:

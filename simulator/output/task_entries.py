@@ -18,7 +18,10 @@ one-line :class:`~simulator.errors.ConfigError` naming ``output.tasks[i].<key>``
 On a plane (``grid.shape: [Nx, Ny]``, run as the box ``(1, Nx, Ny)``: :mod:`simulator.fft.plane`) the axes are the
 plane's own, as in every other output: ``x`` and ``y`` in the plane and ``z`` normal to it (the box's one-cell axis,
 named by :func:`simulator.fft.plane.axis_names`): a slice normal to z is the whole plane, normal to x or y a line
-of it, and a profile along x or y is the mean over the plane's other axis.
+of it, and a profile along x or y is the mean over the plane's other axis. Between plates (``grid.walls``) a plane is
+an x-z plane, as its snapshots name it: ``x`` along the plates, ``z`` across them and ``y`` its normal
+(:data:`simulator.fft.plane.WALLED_AXES`), its velocity's components ``x`` and ``z``: a profile along z is the
+profile across the plates, a slice normal to y the plane.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from simulator.equations.spec import FieldInfo
 from simulator.errors import ConfigError
-from simulator.fft.plane import axis_names
+from simulator.fft.plane import FILE_ORDER, axis_names, holds_plane
 from simulator.output.base import Scheduled
 from simulator.schema import setting
 
@@ -63,24 +66,33 @@ class TaskDefinition:
                           choices=REDUCTIONS)
     axis: str | None = setting(None, "the normal of a slice, the coordinate of a profile; null = z. On a plane x "
                                "and y are the plane's and z its normal: a slice normal to z is the plane, one normal "
-                               "to x or y a line of it", choices=AXES)
+                               "to x or y a line of it; between plates a plane is x-z, y its normal", choices=AXES)
     index: int | None = setting(None, "grid index of a slice's plane along axis (0..N-1); null = the middle plane "
                                 "N/2 (on a plane, normal to z: 0)", min=0)
 
-    def indices(self, cells: tuple[int, int, int]) -> tuple[int | None, int | None]:
+    def indices(self, cells: tuple[int, int, int], walled: bool = False) -> tuple[int | None, int | None]:
         """What the device program takes (:class:`simulator.observables.tasks.Task`) on the box ``cells`` (the
-        grid's, a plane's ``(1, Nx, Ny)``): the component as an index along a vector's or stack's leading axis
-        (None: a scalar field or the magnitude; a plane's vectors are ``(u, v, 0)``, x, y, z in order as a box's),
-        the axis as the box's 0, 1 or 2 (:func:`box_axis`; None: a reduction over the box)."""
+        grid's, a plane's ``(1, Nx, Ny)``; ``walled``: between plates): the component as an index along a vector's
+        or stack's leading axis (None: a scalar field or the magnitude; :func:`component_index`), the axis as the
+        box's 0, 1 or 2 (:func:`box_axis`; None: a reduction over the box)."""
         c = self.component
-        component = AXES.index(c) if c in AXES else c if isinstance(c, int) else None
-        return component, None if self.axis is None else box_axis(self.axis, cells)
+        component = component_index(c, cells, walled) if c in AXES else c if isinstance(c, int) else None
+        return component, None if self.axis is None else box_axis(self.axis, cells, walled)
 
 
-def box_axis(axis: str, cells: tuple[int, int, int]) -> int:
+def box_axis(axis: str, cells: tuple[int, int, int], walled: bool = False) -> int:
     """The box axis of the box ``cells`` that a task's ``axis`` (x, y or z) names: a box's x, y, z are its 0, 1, 2;
-    a plane's (``(1, Nx, Ny)``) x and y its 1 and 2, z its one-cell 0."""
-    return axis_names(cells).index(axis)
+    a plane's (``(1, Nx, Ny)``) x and y its 1 and 2, z its one-cell 0; a plane's between plates (``walled``) x and
+    z its 1 and 2, y its one-cell 0."""
+    return axis_names(cells, walled).index(axis)
+
+
+def component_index(component: str, cells: tuple[int, int, int], walled: bool = False) -> int:
+    """The index along a vector's leading axis of its ``component`` (x, y or z) on the box ``cells``: a box's and
+    a plane's vectors are (x, y, z), a plane's ``(u, v, 0)``; a plane's between plates (``walled``) ``(u, w, 0)``,
+    (x, z, y)."""
+    names = axis_names(cells, walled)
+    return [names[i] for i in FILE_ORDER].index(component) if holds_plane(cells) else names.index(component)
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,7 @@ def _check_axis(key: str, task: TaskOutput, grid: Any) -> None:
     if task.reduce == "profile" and task.index is not None:
         raise ConfigError(f"{key}.index", task.index, "a profile averages every plane: leave index out (null)",
                           "would be ignored by reduce = profile")
-    n = grid.cells[box_axis(task.axis or "z", grid.cells)]
+    n = grid.cells[box_axis(task.axis or "z", grid.cells, grid.walls.on)]
     if task.index is not None and task.index >= n:
         along = f"along {task.axis or 'z'}" + (", normal to the plane" if grid.plane and n == 1 else "")
         raise ConfigError(f"{key}.index", task.index, f"give a grid index 0..{n - 1} {along} (grid.shape "
@@ -181,7 +193,7 @@ def resolve(cfg: Any) -> tuple[TaskOutput, ...]:
             axis = task.axis or "z"
             index = task.index if task.reduce == "slice" and task.index is not None else None
             if task.reduce == "slice" and index is None:
-                index = cfg.grid.cells[box_axis(axis, cfg.grid.cells)] // 2
+                index = cfg.grid.cells[box_axis(axis, cfg.grid.cells, cfg.grid.walls.on)] // 2
             task = dataclasses.replace(task, axis=axis, index=index)
         out.append(task)
     return tuple(out)

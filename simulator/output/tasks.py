@@ -12,10 +12,12 @@ group=NAME)`` gives the task with named coordinates. Group ``<name>``:
 * ``<name>`` ``(rows, ...)`` float64: a slice ``(time, a, b)`` over the two axes other than its normal,
   in order (normal to z: ``(time, x, y)``); a profile ``(time, <axis>)``; a box reduction ``(time,)``; on a plane
   the axes are the plane's (:mod:`.task_entries`), a slice normal to x or y is the line ``(time, y)`` or
-  ``(time, x)`` of it, and a profile along z (its one cell) the plane's mean ``(time,)``: no dimension of one entry;
+  ``(time, x)`` of it, and a profile along z (its one cell) the plane's mean ``(time,)``: no dimension of one entry
+  (between plates a plane is x-z, its one cell y); across plates the coordinate is the grid's heights;
   attributes ``field``, ``component``, ``reduce``, ``axis``, ``index`` and ``position`` (the plane's
   coordinate) where they apply, ``units``, ``long_name``;
-* ``x``, ``y``, ``z`` (those its dimensions use): the grid points i L/N, in length units, dimension scales.
+* ``x``, ``y``, ``z`` (those its dimensions use): the grid points i L/N (across plates their heights), in length
+  units, dimension scales.
 
 The group's ``definition`` attribute (JSON: field, component, reduction, axis, index, grid) is what its
 rows mean. Root attributes: ``description``, ``units`` (JSON: the run's), ``equation``, ``shape``, ``box``.
@@ -39,6 +41,7 @@ import h5py
 import numpy as np
 
 from simulator.errors import reading
+from simulator.fft.bases import BOUNDED
 from simulator.fft.plane import axis_names, holds_plane
 from simulator.log import get_logger
 from simulator.output import rows
@@ -67,18 +70,20 @@ class TaskLayout:
 
 
 def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units: Mapping[str, str],
-             field_doc: str) -> TaskLayout:
+             field_doc: str, heights: np.ndarray | None = None) -> TaskLayout:
     """The layout of a resolved task on the box ``shape`` (the grid's cells: a plane's ``(1, Nx, Ny)``) of lengths
-    ``box``; ``units``: the run's (the clock's); ``field_doc``: what its field is (the equation's declaration). The
-    axes are named as the box's (:func:`simulator.fft.plane.axis_names`: a plane's z, x, y); a plane's one-cell z
-    is no dimension of a slice normal to x or y (a line of the plane), nor of a profile along z (the plane's mean,
-    one number a row)."""
-    axes = axis_names(shape)
-    cell = "z" if holds_plane(shape) else ""  # a plane's one cell along z: no dimension
-    flat = cell if task.axis != "z" else ""
+    ``box``; ``units``: the run's (the clock's); ``field_doc``: what its field is (the equation's declaration);
+    ``heights``: between plates (``grid.walls``), the grid points across them (the box's last axis, z). The axes
+    are named as the box's (:func:`simulator.fft.plane.axis_names`: a plane's z, x, y, between plates y, x, z); a
+    plane's one-cell axis is no dimension of a slice normal to another axis (a line of the plane), nor of a profile
+    along it (the plane's mean, one number a row)."""
+    axes = axis_names(shape, walled=heights is not None)
+    cell = axes[0] if holds_plane(shape) else ""  # a plane's one cell: no dimension
+    flat = cell if task.axis != cell else ""
     dims = (tuple(a for a in axes if a not in (task.axis, flat)) if task.reduce == "slice"
             else (task.axis,) if task.reduce == "profile" and task.axis != cell else ())
-    coords = {a: np.arange(shape[axes.index(a)]) * (float(box[axes.index(a)]) / shape[axes.index(a)]) for a in dims}
+    coords = {a: heights if heights is not None and axes.index(a) == 2 else
+              np.arange(shape[axes.index(a)]) * (float(box[axes.index(a)]) / shape[axes.index(a)]) for a in dims}
     what = task.field if task.component is None else (
         f"{task.field} {COMPONENT_NAMES.get(task.component, f'[{task.component}]')}")
     attrs: dict[str, Any] = {"field": task.field, "reduce": task.reduce, "units": units_of(task, units),
@@ -87,7 +92,8 @@ def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units
         attrs["component"] = task.component
     if task.reduce == "slice":
         a = axes.index(task.axis)
-        position = task.index * float(box[a]) / shape[a]
+        across = heights is not None and a == 2  # across the plates: at its grid point's height
+        position = float(heights[task.index]) if across else task.index * float(box[a]) / shape[a]
         attrs.update(axis=task.axis, index=task.index, position=position)
         attrs["long_name"] = f"{what} on the {'line' if flat else 'plane'} {task.axis} = {position:.6g} (index " \
                              f"{task.index})"
@@ -254,7 +260,9 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The writers of ``cfg.output.tasks``, one per task (each on its own schedule; those due at one chunk end
     share one evaluation of all of them)."""
     units = cfg.physics.clock().units()
-    layouts = [describe(entry, cfg.grid.cells, cfg.grid.lengths, units, sim.equation.field_info[entry.field].doc)
+    walls, cells = cfg.grid.walls, cfg.grid.cells
+    heights = BOUNDED[walls.series](cells[2], cfg.grid.lengths[2]).points() if walls.on else None
+    layouts = [describe(entry, cells, cfg.grid.lengths, units, sim.equation.field_info[entry.field].doc, heights)
                for entry in cfg.output.section("tasks")]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
                                "box": [float(b) for b in cfg.grid.lengths]}, units) if ctx.rank0 else None
