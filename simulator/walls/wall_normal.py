@@ -67,10 +67,8 @@ class WallNormal:
         alpha, k2 = jnp.broadcast_arrays(jnp.asarray(alpha, float), jnp.asarray(k2, float))
         vorticity = Helmholtz.build(alpha + k2, n, DIRICHLET, length)
         velocity = Helmholtz.build(k2, n, DIRICHLET, length)
-        zero = jnp.zeros((*alpha.shape, n))
         one = jnp.ones(alpha.shape)
         clamped = tuple(i for i, wall in enumerate(walls) if wall == NO_SLIP)
-        phis = [vorticity.solve(zero, one if p == 0 else 0.0, one if p == 1 else 0.0) for p in clamped]
         if not clamped:  # free-slip plates: no influence function
             return cls(vorticity, velocity, jnp.zeros((*alpha.shape, 0, n)), jnp.zeros((*alpha.shape, 0, 0)), length,
                        tuple(walls))
@@ -79,8 +77,11 @@ class WallNormal:
         # Since (alpha + k^2 - d^2/dz^2) phi = 0, w = phi/alpha + chi with chi harmonic, (k^2 - d^2/dz^2) chi = 0,
         # and chi = -phi/alpha at the plates: the same discrete solution (both problems' residuals lie in the span
         # of T_{N+1}'' and T_{N+2}'', helmholtz's tau residual), without the cancellation.
-        homogeneous = jnp.stack([phi / alpha[..., None] + velocity.solve(zero, -(p == 0) / alpha, -(p == 1) / alpha)
-                                 for p, phi in zip(clamped, phis, strict=True)], -2)
+        # each no-slip plate's problem one entry of a leading axis: one batched solve of each problem for all of them
+        lower, upper = (jnp.stack([one if p == i else 0.0 * one for p in clamped]) for i in (0, 1))
+        phi = vorticity.solve(jnp.zeros((len(clamped), *alpha.shape, n)), lower, upper)
+        homogeneous = jnp.moveaxis(phi / alpha[..., None] + velocity.solve(jnp.zeros_like(phi), -lower / alpha,
+                                                                           -upper / alpha), 0, -2)
         influence = jnp.swapaxes(_wall_slopes(homogeneous, length, clamped), -1, -2)
         return cls(vorticity, velocity, homogeneous, influence, length, tuple(walls))
 
