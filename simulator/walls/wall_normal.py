@@ -78,7 +78,7 @@ class WallNormal:
         # and chi = -phi/alpha at the plates: the same discrete solution (both problems' residuals lie in the span
         # of T_{N+1}'' and T_{N+2}'', helmholtz's tau residual), without the cancellation.
         # each no-slip plate's problem one entry of a leading axis: one batched solve of each problem for all of them
-        lower, upper = (jnp.stack([one if p == i else 0.0 * one for p in clamped]) for i in (0, 1))
+        lower, upper = (jnp.stack([one if p == i else jnp.zeros_like(one) for p in clamped]) for i in (0, 1))
         phi = vorticity.solve(jnp.zeros((len(clamped), *alpha.shape, n)), lower, upper)
         homogeneous = jnp.moveaxis(phi / alpha[..., None] + velocity.solve(jnp.zeros_like(phi), -lower / alpha,
                                                                            -upper / alpha), 0, -2)
