@@ -81,14 +81,13 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight", "table", "time")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: FDMCosmoParams | None = None):
-        physics = FDMCosmoParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
         self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
         self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
         self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
-        table = None if physics.spectrum_file is None else power.read_table(physics.spectrum_file)
+        table = None if self.physics.spectrum_file is None else power.read_table(self.physics.spectrum_file)
         self.table = None if table is None else tuple(fft.replicated(v, self.dtype) for v in table)
         self.time = fft.replicated(np.zeros(()), self.dtype)
 

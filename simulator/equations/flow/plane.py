@@ -14,7 +14,7 @@ named here only: an equation reads ``eq.kx``, ``eq.ky``, ``eq.lengths``, ``eq.xy
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,6 @@ from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
 #: the plane's x and y as axes of the box (1, Nx, Ny) it runs as (:mod:`simulator.fft.plane`)
@@ -37,12 +36,9 @@ class PlanarFlow(FlowEquation, SemiLinearEquation):
     """Base of a planar flow on one FFT backend: ``physics`` a :class:`~.planar.PlanarParams`, ``ops`` its spectral
     operators (wavenumbers ``(0, kx, ky)``). A subclass declares ``info`` and the equation's terms."""
 
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
-        super().__init__(fft, box, dtype, self.info.params() if physics is None else physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
+    def operators(self) -> SpectralOperators:
+        """The spectral operators, wavenumbers ``(0, kx, ky)``: the plane's forcing is :mod:`.plane_forcing`'s."""
+        return SpectralOperators(self.fft, self.box, self.dtype)
 
     # ---- the plane's axes --------------------------------------------------------------------------------
 

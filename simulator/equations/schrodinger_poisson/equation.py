@@ -76,7 +76,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any,
                  physics: SchrodingerPoissonParams | None = None):
-        super().__init__(fft, box, dtype, SchrodingerPoissonParams() if physics is None else physics)
+        super().__init__(fft, box, dtype, physics)
         self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
         self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
