@@ -11,11 +11,14 @@ and :mod:`.plane_forcing` their forcing.
 
 A key whose default or doc is an equation's own (``viscosity``, ``hyperviscosity_order``, ``forcing``)
 is built by a function here (:func:`viscosity_key`, :func:`order_key`, :func:`forcing_key`), so that an
-equation redeclares it with its own number or words and the shared part of the text is written once.
+equation redeclares it with its own number or words and the shared part of the text is written once. The
+declaration itself is :func:`info` (every periodic flow's, the planar ones' too), with the fields and texts
+several flows declare alike (:data:`BOX_FIELDS`, :data:`KINETIC_ENERGY`, :data:`MAX_DIV`, :data:`INJECTION`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Mapping
@@ -23,14 +26,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import scalars as passive
-from simulator.equations.spec import EquationParams, InitialCondition
+from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
+from simulator.time.schemes import SEMILINEAR
 
 #: the forcing schemes (their masks: :data:`.forcing.FORCING_MASKS`, which JAX builds)
 FORCINGS = ("none", "linear", "band")
 #: the largest finite number of each precision (NumPy's finfo(...).max)
 LARGEST = {"float32": 3.4028234663852886e38, "float64": sys.float_info.max}
+#: the velocity and the vorticity of a flow in a box, ``(3, Nx, Ny, Nz)``
+BOX_FIELDS = {"velocity": FieldInfo(3, "velocity u", r"|u|"),
+              "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|")}
+#: the texts of the diagnostics several flows report alike
+KINETIC_ENERGY = "kinetic energy E_K = <|u|^2>/2"
+MAX_DIV = "max |div u| (round-off)"
+INJECTION = "injected power <u.f> (forced runs only)"
+
+
+def info(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,
+         **declared: Any) -> EquationInfo:
+    """The declaration of a periodic flow (in a box or a plane): named by ``params``' default ``name``, started by
+    ``initials``, stepped by the class ``implementation`` of its package's ``equation`` module through the semi-linear
+    schemes, rk4 by default; ``declared``: the rest of its :class:`~simulator.equations.spec.EquationInfo`, what the
+    equation owns. A flow whose ``params`` has ``scalars`` carries passive scalars: their declarations follow its own
+    (:func:`simulator.equations.scalars.carried`)."""
+    if "scalars" in {f.name for f in dataclasses.fields(params)}:
+        declared = passive.carried(declared)
+    return EquationInfo(name=params().name, params=params, initials=initials, protocol=SEMILINEAR,
+                        default_integrator="rk4", implementation=f"{params.__module__}.equation:{implementation}",
+                        **declared)
 
 
 def check_hyperviscosity(cfg: Any, order: int | None, coefficients: Mapping[str, float]) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations.flow import check_hyperviscosity, order_key, viscosity_key
-from simulator.equations.spec import EquationParams
+from simulator.equations.spec import EquationParams, FieldInfo
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
 
@@ -33,6 +33,19 @@ FORCED_DIAGNOSTICS = {
     "injection": "injected power (forced runs: forcing_power for random, <u . f> for kolmogorov)",
     "injection_enstrophy": "injected enstrophy per unit time (forced runs)",
 }
+#: the texts of the diagnostics several planar flows report alike
+ENSTROPHY = "enstrophy Z = <omega^2>/2"
+MAX_VORTICITY = "max |omega|"
+#: the fields of a flow in vorticity form: the vorticity, and the stream function (derived, not in snapshots)
+VORTICITY = FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r")
+STREAM_FUNCTION = FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi", cmap="RdBu_r",
+                            snapshot=False)
+
+
+def velocity(doc: str = ": the plane's, with the zero component normal to it, so that a vector reads as one in "
+                        "ParaView and xarray") -> FieldInfo:
+    """The velocity field (u, v, 0) of a plane, ``(3, 1, Nx, Ny)``, ``doc`` saying what its components are."""
+    return FieldInfo(3, f"velocity (u, v, 0){doc} (3, 1, Nx, Ny)", r"|u|")
 
 
 @dataclass(frozen=True)

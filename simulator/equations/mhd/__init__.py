@@ -16,18 +16,8 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scales
 from simulator.equations.flow import FlowParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    InitialCondition,
-    Kolmogorov,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, FieldInfo, InitialCondition, Kolmogorov, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 _MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven units"
 
@@ -98,24 +88,18 @@ class RandomMHD(InitialCondition):
 
 _SHELLS = "(Parseval-weighted) summed over the modes of shell k"
 
-INFO = EquationInfo(
-    name="mhd",
+INFO = flow.info(
+    MHDParams, (OrszagTang, ABCDynamo, RandomMHD), "MHD",
     summary="incompressible MHD in Alfven units, rotational form, Leray projection of u and B, 2/3 dealiasing, "
             "optional hyperviscosity and hyper-resistivity",
-    params=MHDParams,
-    initials=(OrszagTang, ABCDynamo, RandomMHD),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.mhd.equation:MHD",
     fields={
-        "velocity": FieldInfo(3, "velocity u", r"|u|"),
-        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+        **flow.BOX_FIELDS,
         "magnetic": FieldInfo(3, "magnetic field B, Alfven units (with the mean field)", r"|B|", "magma"),
         "current": FieldInfo(3, "current density j = curl B", r"|j|", "inferno"),
     },
     state_fields=("velocity", "magnetic"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+        "kinetic_energy": flow.KINETIC_ENERGY,
         "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
         "total_energy": "E_K + E_M (conserved without viscosity, resistivity and forcing)",
         "cross_helicity": "cross helicity <u.B> (an ideal invariant)",
@@ -125,13 +109,13 @@ INFO = EquationInfo(
                                "hyperviscosity, a Parseval mean)",
         "ohmic_dissipation": "ohmic dissipation rate eta <|j|^2> (+ eta_p <|k|^(2p) |B_hat|^2> with "
                              "hyper-resistivity)",
-        "max_div": "max |div u| (round-off)",
+        "max_div": flow.MAX_DIV,
         "max_div_b": "max |div B| (round-off)",
         "cfl": "CFL number dt max(sum_i (|u_i| + |B_i|)/dx_i): flow and Alfven speeds",
         "kmax_eta": resolution.KMAX_ETA + " (eta from the viscous + ohmic dissipation; the smaller of eta and "
                     "the magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with "
                     "hyperviscosity each the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
-        "injection": "injected power <u.f> (forced runs only)",
+        "injection": flow.INJECTION,
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
     resolution_advice={

@@ -25,20 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import flow
+from simulator.equations.flow import planar
 from simulator.equations.flow.planar import KMAX_ETA, PlanarParams
-from simulator.equations.spec import (
-    Bound,
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Bound, Budget, Curve, FieldInfo, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -127,19 +119,13 @@ class RandomUnbalanced(InitialCondition):
     seed: int = random_seed("random seed (0 to 2^32 - 3)", max=2**32 - 3)
 
 
-INFO = EquationInfo(
-    name="sw1l",
+INFO = flow.info(
+    SW1LParams, (Bump, Vortex, RandomBalanced, RandomUnbalanced), "SW1L",
     summary="rotating shallow water in a plane, one layer (FluidSim's sw1l): velocity and surface displacement, "
             "gravity waves, Coriolis, viscosity, hyperviscosity, friction, Kolmogorov forcing",
-    params=SW1LParams,
-    initials=(Bump, Vortex, RandomBalanced, RandomUnbalanced),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.sw1l.equation:SW1L",
     dimensions=2,
     fields={
-        "velocity": FieldInfo(3, "velocity (u, v, 0): the plane's, with the zero component normal to it, so that a "
-                                 "vector reads as one in ParaView and xarray (3, 1, Nx, Ny)", r"|u|"),
+        "velocity": planar.velocity(),
         "height": FieldInfo(0, "surface displacement eta, in units of the mean depth H: the depth is H (1 + eta) "
                                "(1, Nx, Ny)", r"\eta", cmap="RdBu_r"),
         "vorticity": FieldInfo(0, "vorticity zeta = dv/dx - du/dy (1, Nx, Ny)", r"\zeta", cmap="RdBu_r",
