@@ -131,9 +131,7 @@ INFO = flow.info(
     fields={**flow.BOX_FIELDS, "buoyancy": FieldInfo(0, "buoyancy anomaly b", "b", "RdBu_r")},
     state_fields=("velocity", "buoyancy"),
     diagnostics={
-        "kinetic_energy": flow.KINETIC_ENERGY,
-        "potential_energy": "potential energy E_P = <b^2>/(2 N^2)",
-        "total_energy": "E_K + E_P (conserved without viscosity, diffusion and forcing)",
+        **flow.energies("potential_energy", "E_P", "<b^2>/(2 N^2)", "viscosity, diffusion and forcing"),
         "horizontal_energy": "horizontal kinetic energy <u^2 + v^2>/2",
         "vertical_energy": "vertical kinetic energy <w^2>/2",
         "kinetic_dissipation": "kinetic dissipation rate nu <|w|^2> (+ nu_p <|k|^(2p) |u_hat|^2> with "

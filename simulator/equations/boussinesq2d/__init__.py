@@ -52,7 +52,7 @@ class Boussinesq2DParams(PlanarParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperdiffusivity": self.hyperdiffusivity}
+        return {**super().hyperviscous_coefficients(), "physics.hyperdiffusivity": self.hyperdiffusivity}
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The buoyancy frequency and period, the Ozmidov length and the buoyancy Reynolds number
@@ -120,9 +120,8 @@ INFO = flow.info(
     },
     state_fields=("vorticity", "buoyancy"),
     diagnostics={
-        "kinetic_energy": flow.KINETIC_ENERGY,
-        "potential_energy": "potential energy E_P = <b^2>/(2 N^2) (0 without stratification)",
-        "total_energy": "E_K + E_P (conserved without viscosity and diffusion)",
+        **flow.energies("potential_energy", "E_P", "<b^2>/(2 N^2) (0 without stratification)",
+                        "viscosity and diffusion"),
         "enstrophy": planar.ENSTROPHY,
         "buoyancy_flux": "<v b>: the conversion rate of potential into kinetic energy",
         "kinetic_dissipation": "kinetic dissipation 2 nu Z + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> + "

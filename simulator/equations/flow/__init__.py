@@ -13,7 +13,7 @@ A key whose default or doc is an equation's own (``viscosity``, ``hyperviscosity
 is built by a function here (:func:`viscosity_key`, :func:`order_key`, :func:`forcing_key`), so that an
 equation redeclares it with its own number or words and the shared part of the text is written once. The
 declaration itself is :func:`info` (every periodic flow's, the planar ones' too), with the fields and texts
-several flows declare alike (:data:`BOX_FIELDS`, :data:`KINETIC_ENERGY`, :data:`MAX_DIV`, :data:`INJECTION`).
+several flows declare alike (:data:`BOX_FIELDS`, :func:`energies`, :data:`MAX_DIV`, :data:`INJECTION`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,16 @@ LARGEST = {"float32": 3.4028234663852886e38, "float64": sys.float_info.max}
 BOX_FIELDS = {"velocity": FieldInfo(3, "velocity u", r"|u|"),
               "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|")}
 #: the texts of the diagnostics several flows report alike
-KINETIC_ENERGY = "kinetic energy E_K = <|u|^2>/2"
 MAX_DIV = "max |div u| (round-off)"
 INJECTION = "injected power <u.f> (forced runs only)"
+
+
+def energies(name: str, symbol: str, value: str, without: str, kinetic: str = "<|u|^2>/2") -> dict[str, str]:
+    """The diagnostics of a flow's two energies and their sum, in this order: ``kinetic_energy``, E_K = ``kinetic``,
+    the energy ``name`` (``potential_energy``, ``magnetic_energy``), ``symbol`` = ``value``, and ``total_energy``,
+    conserved without ``without``."""
+    return {"kinetic_energy": f"kinetic energy E_K = {kinetic}", name: f"{name.replace('_', ' ')} {symbol} = {value}",
+            "total_energy": f"E_K + {symbol} (conserved without {without})"}
 
 
 def info(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,
@@ -96,8 +103,27 @@ def forcing_key(target: str) -> Any:
                            "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
 
 
+class Hyperviscous:
+    """What the parameters of a flow with ``hyperviscosity`` and its ``hyperviscosity_order`` (:class:`FlowParams`,
+    :class:`~.planar.PlanarParams`) say of them: whether the program has the terms, the coefficients the order
+    serves and their check."""
+
+    @property
+    def hyperviscous(self) -> bool:
+        """Whether the program has the hyperviscous terms (``hyperviscosity_order`` set: structure)."""
+        return self.hyperviscosity_order is not None  # type: ignore[attr-defined]
+
+    def hyperviscous_coefficients(self) -> dict[str, float]:
+        """The hyperviscous coefficients the order serves, by config key (a subclass adds its own)."""
+        return {"physics.hyperviscosity": self.hyperviscosity}  # type: ignore[attr-defined]
+
+    def check(self, cfg: Any) -> None:
+        """The order and the coefficients together (:func:`check_hyperviscosity`)."""
+        check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
-class FlowParams(EquationParams):
+class FlowParams(Hyperviscous, EquationParams):
     """The keys every flow equation has: viscosity, hyperviscosity and its order, and the constant-power
     forcing of the velocity (:mod:`.forcing`). A subclass redeclares ``name`` and any key whose default
     or doc is its own (a redeclared key keeps its place; its own keys follow these)."""
@@ -110,19 +136,6 @@ class FlowParams(EquationParams):
     forcing: str = forcing_key(" of the velocity")
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
-
-    @property
-    def hyperviscous(self) -> bool:
-        """Whether the program has the hyperviscous terms (``hyperviscosity_order`` set: structure)."""
-        return self.hyperviscosity_order is not None
-
-    def hyperviscous_coefficients(self) -> dict[str, float]:
-        """The hyperviscous coefficients the order serves, by config key (a subclass adds its own)."""
-        return {"physics.hyperviscosity": self.hyperviscosity}
-
-    def check(self, cfg: Any) -> None:
-        """The order and the coefficients together (:func:`check_hyperviscosity`)."""
-        check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
 
     def compact_spectra(self) -> str | None:
         """Dealiased by the 2/3 rule throughout: the compact spectral layout holds every mode it keeps (an

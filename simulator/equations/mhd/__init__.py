@@ -99,9 +99,8 @@ INFO = flow.info(
     },
     state_fields=("velocity", "magnetic"),
     diagnostics={
-        "kinetic_energy": flow.KINETIC_ENERGY,
-        "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
-        "total_energy": "E_K + E_M (conserved without viscosity, resistivity and forcing)",
+        **flow.energies("magnetic_energy", "E_M", "<|B|^2>/2 (with the mean field's |B0|^2/2)",
+                        "viscosity, resistivity and forcing"),
         "cross_helicity": "cross helicity <u.B> (an ideal invariant)",
         "magnetic_helicity": "magnetic helicity <A.b>, b = curl A, Coulomb gauge, fluctuations only (an ideal "
                              "invariant when B0 = 0)",

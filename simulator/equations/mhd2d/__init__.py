@@ -44,7 +44,7 @@ class MHD2DParams(PlanarParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperresistivity": self.hyperresistivity}
+        return {**super().hyperviscous_coefficients(), "physics.hyperresistivity": self.hyperresistivity}
 
     def dissipative_scale(self) -> str:
         """The Kolmogorov scale of the viscous + ohmic dissipation: in 2D MHD the energy cascades to small scales
@@ -101,9 +101,8 @@ INFO = flow.info(
     },
     state_fields=("vorticity", "potential"),
     diagnostics={
-        "kinetic_energy": flow.KINETIC_ENERGY,
-        "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
-        "total_energy": "E_K + E_M (conserved without viscosity and resistivity)",
+        **flow.energies("magnetic_energy", "E_M", "<|B|^2>/2 (with the mean field's |B0|^2/2)",
+                        "viscosity and resistivity"),
         "cross_helicity": "cross helicity <u . B> (an ideal invariant)",
         "mean_square_potential": "mean-square potential <A^2> (an ideal invariant without a mean field)",
         "enstrophy": planar.ENSTROPHY,

@@ -137,9 +137,8 @@ INFO = flow.info(
     },
     state_fields=("velocity", "height"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <(1 + eta) |u|^2>/2",
-        "potential_energy": "potential energy E_P = c^2 <eta^2>/2",
-        "total_energy": "E_K + E_P (conserved without viscosity, friction and forcing)",
+        **flow.energies("potential_energy", "E_P", "c^2 <eta^2>/2", "viscosity, friction and forcing",
+                        kinetic="<(1 + eta) |u|^2>/2"),
         "potential_enstrophy": "potential enstrophy <(1 + eta) (q - f)^2>/2 = <(zeta - f eta)^2/(1 + eta)>/2 "
                                "(conserved without viscosity, friction and forcing)",
         "divergent_share": "the divergence's share of the kinetic energy: <|u_d|^2>/<|u|^2>, u_d the irrotational "
