@@ -14,7 +14,7 @@ named here only: an equation reads ``eq.kx``, ``eq.ky``, ``eq.lengths``, ``eq.xy
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -123,6 +123,9 @@ class VorticityFlow(passive.CarriesScalars, PlanarFlow):
     ``(m + n, *k_shape)``; the velocity u = (d psi/dy, -d psi/dx), psi_hat = omega_hat / k^2; the forcing acts on the
     vorticity. The parameters are a :class:`~.planar.PlanarParams` with a ``scalars`` list."""
 
+    #: the ``physics.*`` keys of the diffusivity and the hyperdiffusivity of each own field after the vorticity
+    diffusive: ClassVar[tuple[tuple[str, str], ...]] = ()
+
     @property
     def rows(self) -> int:
         """m, the number of the equation's own fields in the state (structure)."""
@@ -146,6 +149,17 @@ class VorticityFlow(passive.CarriesScalars, PlanarFlow):
             return -rows
         kappa = passive.diffusivities(params["scalars"])
         return -self.ops.concatenate([rows, kappa[:, None, None, None] * self.ops.k2])
+
+    def rates(self, params: Params) -> tuple[jax.Array, ...]:
+        """-L per mode of each of the equation's own fields, ``k_shape``: the vorticity's sinks, nu k^2 + alpha +
+        nu_p k^(2p) + nu_m k^(-2m), then each further field's, kappa k^2 + kappa_p k^(2p) by its keys in
+        :attr:`diffusive` (:meth:`~PlanarFlow.damping`)."""
+        fields = (self.damping(params, kappa, hyper, flow=False) for kappa, hyper in self.diffusive)
+        return (self.damping(params), *fields)
+
+    def linear(self, params: Params) -> jax.Array:
+        """The diagonal L of the state, the own fields' (:meth:`rates`) then the scalars' (:meth:`linear_rows`)."""
+        return self.linear_rows(list(self.rates(params)), params)
 
     def transport(self, hats: list[jax.Array], state: jax.Array,
                   products: Callable[[jax.Array], list[jax.Array]]) -> tuple[jax.Array, jax.Array | None]:
