@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import scalars as passive
-from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition
+from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition, declare
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
@@ -54,15 +54,15 @@ def energies(name: str, symbol: str, value: str, without: str, kinetic: str = "<
 def info(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,
          **declared: Any) -> EquationInfo:
     """The declaration of a periodic flow (in a box or a plane): named by ``params``' default ``name``, started by
-    ``initials``, stepped by the class ``implementation`` of its package's ``equation`` module through the semi-linear
-    schemes, rk4 by default; ``declared``: the rest of its :class:`~simulator.equations.spec.EquationInfo`, what the
-    equation owns. A flow whose ``params`` has ``scalars`` carries passive scalars: their declarations follow its own
+    ``initials``, stepped by the class ``implementation`` of its package's ``equation`` module
+    (:func:`~simulator.equations.spec.declare`) through the semi-linear schemes, rk4 unless ``declared`` says
+    otherwise; ``declared``: the rest of its :class:`~simulator.equations.spec.EquationInfo`, what the equation
+    owns. A flow whose ``params`` has ``scalars`` carries passive scalars: their declarations follow its own
     (:func:`simulator.equations.scalars.carried`)."""
     if "scalars" in {f.name for f in dataclasses.fields(params)}:
         declared = passive.carried(declared)
-    return EquationInfo(name=params().name, params=params, initials=initials, protocol=SEMILINEAR,
-                        default_integrator="rk4", implementation=f"{params.__module__}.equation:{implementation}",
-                        **declared)
+    return declare(params, initials, implementation, **{"protocol": SEMILINEAR, "default_integrator": "rk4",
+                                                        **declared})
 
 
 def check_hyperviscosity(cfg: Any, order: int | None, coefficients: Mapping[str, float]) -> None:
