@@ -172,14 +172,11 @@ INFO = flow.info(
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by the buoyancy flux, so that "
                                        "dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K and dE_P(k)/dt = "
                                        "T_P + C_P - 2 (kappa k^2 + kappa_p k^(2p)) E_P",
-        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
-                            "(forced runs only)",
+        "injection_energy": flow.INJECTION_SPECTRUM,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
-                             Curve("potential_energy", r"$E_P = \langle b^2\rangle/2N^2$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P", r" = \langle|u|^2\rangle/2", r" = \langle b^2\rangle/2N^2"),
             Panel("kinetic energy", (Curve("horizontal_energy", r"$\langle u^2+v^2\rangle/2$"),
                                      Curve("vertical_energy", r"$\langle w^2\rangle/2$")), log="auto"),
             Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$",

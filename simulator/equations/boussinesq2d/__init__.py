@@ -152,8 +152,7 @@ INFO = flow.info(
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("potential_energy", r"$E_P$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P"),
             Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K$"),
                            Curve("potential_dissipation", r"$\varepsilon_P$"),
                            Curve("buoyancy_flux", r"$\langle v b\rangle$"))),

@@ -13,7 +13,8 @@ A key whose default or doc is an equation's own (``viscosity``, ``hyperviscosity
 is built by a function here (:func:`viscosity_key`, :func:`order_key`, :func:`forcing_key`), so that an
 equation redeclares it with its own number or words and the shared part of the text is written once. The
 declaration itself is :func:`info` (every periodic flow's, the planar ones' too), with the fields and texts
-several flows declare alike (:data:`BOX_FIELDS`, :func:`energies`, :data:`MAX_DIV`, :data:`INJECTION`).
+several flows declare alike (:data:`BOX_FIELDS`, :func:`energies` and :func:`energy_panel`, :data:`MAX_DIV`,
+:data:`INJECTION`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import scalars as passive
-from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition, declare
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    declare,
+)
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
@@ -41,6 +50,8 @@ BOX_FIELDS = {"velocity": FieldInfo(3, "velocity u", r"|u|"),
 #: the texts of the diagnostics several flows report alike
 MAX_DIV = "max |div u| (round-off)"
 INJECTION = "injected power <u.f> (forced runs only)"
+#: the text of a box's forcing spectrum ``injection_energy``
+INJECTION_SPECTRUM = "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode (forced runs only)"
 
 
 def energies(name: str, symbol: str, value: str, without: str, kinetic: str = "<|u|^2>/2") -> dict[str, str]:
@@ -49,6 +60,14 @@ def energies(name: str, symbol: str, value: str, without: str, kinetic: str = "<
     conserved without ``without``."""
     return {"kinetic_energy": f"kinetic energy E_K = {kinetic}", name: f"{name.replace('_', ' ')} {symbol} = {value}",
             "total_energy": f"E_K + {symbol} (conserved without {without})"}
+
+
+def energy_panel(name: str, symbol: str, kinetic: str = "", other: str = "", **panel: Any) -> Panel:
+    """The panel ``energy`` of :func:`energies`' three, E_K, the energy ``name`` (its ``symbol``) and their sum, the
+    first two labelled with their definitions ``kinetic`` and ``other`` where given (``" = ..."``, TeX); ``panel``:
+    :class:`~simulator.equations.spec.Panel`'s further options."""
+    return Panel("energy", (Curve("kinetic_energy", f"$E_K{kinetic}$"), Curve(name, f"${symbol}{other}$"),
+                            Curve("total_energy", f"$E_K + {symbol}$")), **panel)
 
 
 def info(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,

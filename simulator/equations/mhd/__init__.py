@@ -137,14 +137,12 @@ INFO = flow.info(
                                       "u)_hat per mode; sum_k (C_K + C_M) = 0, so dE_K(k)/dt = T_K + C_K + F - "
                                       "2 (nu k^2 + nu_p k^(2p)) E_K and dE_M(k)/dt = T_M + C_M - 2 (eta k^2 + "
                                       "eta_p k^(2p)) E_M",
-        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
-                            "(forced runs only)",
+        "injection_energy": flow.INJECTION_SPECTRUM,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
-                             Curve("magnetic_energy", r"$E_M = \langle|B|^2\rangle/2$"),
-                             Curve("total_energy", r"$E_K + E_M$")), log="auto"),
+            flow.energy_panel("magnetic_energy", "E_M", r" = \langle|u|^2\rangle/2", r" = \langle|B|^2\rangle/2",
+                              log="auto"),
             Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$",
                                  hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
                            Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$",

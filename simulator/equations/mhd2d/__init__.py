@@ -137,8 +137,7 @@ INFO = flow.info(
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("magnetic_energy", r"$E_M$"),
-                             Curve("total_energy", r"$E_K + E_M$"))),
+            flow.energy_panel("magnetic_energy", "E_M"),
             Panel("invariants", (Curve("cross_helicity", r"$\langle u\cdot B\rangle$"),
                                  Curve("mean_square_potential", r"$\langle A^2\rangle$"))),
             Panel("rate", (Curve("viscous_dissipation", r"$\varepsilon_\nu$"),

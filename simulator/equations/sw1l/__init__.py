@@ -172,8 +172,7 @@ INFO = flow.info(
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("potential_energy", r"$E_P$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P"),
             Panel("enstrophy", (Curve("potential_enstrophy", r"$\langle h (q - f)^2\rangle/2$"),)),
             Panel("numbers", (Curve("rossby", "Ro"), Curve("froude", "Fr"),
                               Curve("divergent_share", "divergent share"))),
