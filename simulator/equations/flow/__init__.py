@@ -27,15 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import scalars as passive
-from simulator.equations.spec import (
-    Curve,
-    EquationInfo,
-    EquationParams,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    declare,
-)
+from simulator.equations.spec import Curve, EquationInfo, EquationParams, FieldInfo, InitialCondition, Panel, declare
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
