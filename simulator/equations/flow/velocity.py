@@ -29,13 +29,12 @@ class FlowEquation:
     in the bases). Leaf: ``ops``, the spectral operators of this backend and box (:meth:`operators`)."""
 
     _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
+    #: the nonlinear terms' dealiasing (:class:`~simulator.equations.operators.SpectralOperators`'): the 2/3 rule
+    dealiasing = "two_thirds"
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
         super().__init__(fft, box, dtype, physics)  # type: ignore[call-arg]
         self.ops = self.operators()
-
-    #: the nonlinear terms' dealiasing (:class:`~simulator.equations.operators.SpectralOperators`'): the 2/3 rule
-    dealiasing = "two_thirds"
 
     def operators(self) -> SpectralOperators:
         """The spectral operators (wavenumbers, dealiasing, Parseval weights, projection, curl) with the constant-power
