@@ -23,8 +23,8 @@ they are the comoving integrals int dt / a^p (the equation hands them in). Modul
 * :mod:`.species` (JAX): the equation's side: the mixed state, its leaves and fields, kick and drift of the
   particles, restarts on other device counts, the lost-particle message, particle outputs;
 * this module (no JAX, read by the config): the settings' checks (:func:`check_particles`,
-  :func:`absent_wave_keys`), the fields such an equation declares (:func:`fields`) and which of them a run has
-  and which particles it writes (:class:`ColdParams`).
+  :func:`absent_wave_keys`), such an equation's declaration (:func:`info`) and fields (:func:`fields`), and
+  which of them a run has and which particles it writes (:class:`ColdParams`).
 """
 
 from __future__ import annotations
