@@ -4,6 +4,7 @@ the resolution ``simulator plan`` states, asked of the equation; the errors that
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -187,3 +188,54 @@ def test_the_stratified_and_magnetised_planes_run_with_every_planar_option(confi
     assert np.allclose(series["injection"], 0.1) and np.all(series["scalar0_variance"][1:] > 0)
     with Snapshot(next((tmp_path / "run" / "snapshots").glob("*.h5"))) as snap:
         assert snap.read("scalar").shape == (1, 1, 16, 16)
+
+
+def test_a_flow_declares_only_what_it_owns_and_its_scalars_follow():
+    """``flow.info``, what every periodic flow declares through: the name from the parameters, the semi-linear
+    schemes at rk4, the class in the package's equation module, and for parameters that carry ``scalars`` the passive
+    scalars' field, state, diagnostics, advice, spectra, panels, spectra drawn and labels after the flow's own; a flow
+    without them gets none. Every shipped flow with scalars lists them so, last."""
+    from dataclasses import dataclass
+
+    from simulator.equations import flow, scalars as passive
+    from simulator.equations.flow import planar
+    from simulator.equations.spec import Curve, Panel, PlotSpec
+    from simulator.schema import setting
+    from simulator.time.schemes import SEMILINEAR
+
+    @dataclass(frozen=True)
+    class Bare(planar.PlanarParams):
+        name: str = setting("bare_flow", "equation to solve")
+
+    @dataclass(frozen=True)
+    class Carrying(Bare):
+        name: str = setting("carrying_flow", "equation to solve")
+        scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
+
+    @dataclass(frozen=True)
+    class Start(flow.FlowInitial):
+        name: str = setting("start", "initial condition")
+        scalars: passive.ScalarInitial = passive.scalar_initial()
+
+    plot = PlotSpec(panels=(Panel("energy", (Curve("energy", "$E$"),)),), spectrum="energy", spectrum_label="E",
+                    slice_field="vorticity")
+    own = {"dimensions": 2, "summary": "a flow of this test", "fields": {"vorticity": planar.VORTICITY},
+           "state_fields": ("vorticity",), "diagnostics": {"energy": "E", "cfl": "CFL"}, "progress": ("energy",),
+           "spectra": {"energy": "E(k)"}, "plot": plot}
+    bare, carrying = flow.info(Bare, (Start,), "Bare", **own), flow.info(Carrying, (Start,), "Carrying", **own)
+    assert (bare.name, bare.protocol, bare.default_integrator) == ("bare_flow", SEMILINEAR, "rk4")
+    assert bare.implementation == f"{__name__}.equation:Bare"
+    assert (list(bare.fields), bare.state_fields, list(bare.diagnostics)) == (["vorticity"], ("vorticity",),
+                                                                             ["energy", "cfl"])
+    assert (bare.resolution_advice, list(bare.spectra), len(bare.plot.panels)) == ({}, ["energy"], 1)
+    assert carrying.name == "carrying_flow" and carrying.fields["scalar"] == passive.FIELD
+    assert list(carrying.fields) == ["vorticity", "scalar"] and carrying.state_fields == ("vorticity", "scalar")
+    assert list(carrying.diagnostics) == ["energy", "cfl", *passive.DIAGNOSTICS]
+    assert carrying.resolution_advice == passive.ADVICE and list(carrying.spectra) == ["energy", *passive.SPECTRA]
+    assert carrying.plot.panels == (*plot.panels, *passive.PANELS)
+    assert (carrying.plot.more_spectra, dict(carrying.plot.labels)) == (passive.MORE_SPECTRA, passive.LABELS)
+    for info in registry().values():
+        if "scalars" in {f.name for f in dataclasses.fields(info.params)} and info.walls == "none":
+            assert list(info.fields)[-1] == info.state_fields[-1] == "scalar", info.name
+            assert list(info.diagnostics)[-len(passive.DIAGNOSTICS):] == list(passive.DIAGNOSTICS), info.name
+            assert info.plot.panels[-len(passive.PANELS):] == passive.PANELS, info.name

@@ -68,7 +68,9 @@ class Equation(abc.ABC):
         super().__init_subclass__(**kwargs)
         jax.tree_util.register_pytree_node_class(cls)
 
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: EquationParams):
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: EquationParams | None = None):
+        """``physics`` None: the defaults of the equation's parameters (``info.params()``)."""
+        physics = self.info.params() if physics is None else physics
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
         self.spacing = tuple(b / n for b, n in zip(self.box, fft.shape, strict=True))
         # the structural part of the parameters: traced numbers are zeroed (in nested sections and

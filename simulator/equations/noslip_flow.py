@@ -54,7 +54,7 @@ class NoSlipEquation(ImexEquation):
     #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
     _carried: ClassVar[int] = 0
 
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any):
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
         super().__init__(fft, box, dtype, physics)
         k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
         # a plane's x is the grid's second axis; a box's x and y its first two

@@ -12,15 +12,22 @@ Method (Cody & Waite 1980; the minimax polynomials of Cephes, Moshier 1989): the
 sin r and cos r by odd and even polynomials, and the quadrant q mod 4 picks and signs them. Accurate
 for |theta| up to about 1e5 (float64) or 1e3 (float32); the phases of a time step are far smaller
 (a CFL number <= 1 keeps them below one radian).
+
+The wave-function equations' shared base (Schrodinger-Poisson's and the comoving one's, each in its own package)
+stands here too: :class:`WaveEquation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from simulator.fft import FFTBackend
 
 # pi/2 = P1 + P2 + P3, each part with enough trailing zero bits that q * Pi is exact
 _PI2_F64 = (1.5707963267341256e00, 6.0771005065061922e-11, 2.0222662487959506e-21)
@@ -64,8 +71,33 @@ def rotate(z: jax.Array, theta: jax.Array) -> jax.Array:
     return z * lax.complex(cos, sin)
 
 
-def psi_from_snapshot(fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-    """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase`` (snapshots hold no complex
-    field): what a wave-function equation's ``state_fields_from_snapshot`` returns (Schrodinger-Poisson's
-    and the comoving one's, each in its own package: shared here)."""
-    return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
+class WaveEquation:
+    """Mixin of a wave-function equation in a periodic box (before the equation base class in the bases). Leaves:
+    the complex- and real-transform wavenumbers ``kc``, ``kr``, the per-axis masks ``keep`` that drop every Nyquist
+    plane and the Parseval weights ``weight`` (broadcasting 1D vectors, sharded like the spectra; their 3D
+    combinations are formed inside the kernels that use them, never stored). Snapshots hold no complex field:
+    the state field psi is made from their ``abs_psi`` and ``phase``."""
+
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight")
+    snapshot_sources: ClassVar[tuple[str, ...] | None] = ("abs_psi", "phase")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
+        super().__init__(fft, box, dtype, physics)  # type: ignore[call-arg]
+        self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)  # type: ignore[attr-defined]
+        self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)  # type: ignore[attr-defined]
+        modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)  # type: ignore[attr-defined]
+        self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype)  # type: ignore[attr-defined]
+                          for m, n in zip(modes, fft.shape, strict=True))
+        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)  # type: ignore[attr-defined]
+
+    @property
+    def cell_volume(self) -> float:
+        return math.prod(self.spacing)  # type: ignore[attr-defined]
+
+    def nyquist_free(self, f_hat: jax.Array) -> jax.Array:
+        """A real-transform spectrum with every Nyquist plane zeroed."""
+        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        """psi = |psi| exp(i arg psi), ``(Nx, Ny, Nz)``."""
+        return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}

@@ -368,5 +368,14 @@ class EquationInfo:
         return getattr(importlib.import_module(module), attr)
 
 
+def declare(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,
+            **declared: Any) -> EquationInfo:
+    """The declaration of the equation whose parameters are ``params``, named by their default ``name``, started by
+    ``initials``, stepped by the class ``implementation`` of the ``equation`` module of the parameters' package;
+    ``declared``: the rest of its :class:`EquationInfo`."""
+    return EquationInfo(name=_default_name(params), params=params, initials=initials,
+                        implementation=f"{params.__module__}.equation:{implementation}", **declared)
+
+
 def _default_name(cls: type) -> str:
     return next(f.default for f in dataclasses.fields(cls) if f.name == "name")

@@ -18,18 +18,9 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scalars as passive, scales
 from simulator.equations.flow import FlowInitial, FlowParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    Kolmogorov,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, FieldInfo, Kolmogorov, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -132,27 +123,15 @@ class RandomFlow(FlowInitial):
 
 _SHELLS = "(Parseval-weighted, n the number of grid cells) summed over the modes of shell k"
 
-INFO = EquationInfo(
-    name="boussinesq",
+INFO = flow.info(
+    BoussinesqParams, (Wave, Rest, RandomFlow), "Boussinesq",
     summary="rotating stratified Boussinesq flow: exact gravity-inertia wave propagator, 2/3 dealiasing, optional "
             "hyperviscosity",
-    params=BoussinesqParams,
-    initials=(Wave, Rest, RandomFlow),
-    protocol=SEMILINEAR,
     diagonal_linear=False,  # the waves couple u, v, w and b per mode: only their exp(L tau) is built
-    default_integrator="rk4",
-    implementation="simulator.equations.boussinesq.equation:Boussinesq",
-    fields={
-        "velocity": FieldInfo(3, "velocity u", r"|u|"),
-        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
-        "buoyancy": FieldInfo(0, "buoyancy anomaly b", "b", "RdBu_r"),
-        "scalar": passive.FIELD,
-    },
-    state_fields=("velocity", "buoyancy", "scalar"),
+    fields={**flow.BOX_FIELDS, "buoyancy": FieldInfo(0, "buoyancy anomaly b", "b", "RdBu_r")},
+    state_fields=("velocity", "buoyancy"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
-        "potential_energy": "potential energy E_P = <b^2>/(2 N^2)",
-        "total_energy": "E_K + E_P (conserved without viscosity, diffusion and forcing)",
+        **flow.energies("potential_energy", "E_P", "<b^2>/(2 N^2)", "viscosity, diffusion and forcing"),
         "horizontal_energy": "horizontal kinetic energy <u^2 + v^2>/2",
         "vertical_energy": "vertical kinetic energy <w^2>/2",
         "kinetic_dissipation": "kinetic dissipation rate nu <|w|^2> (+ nu_p <|k|^(2p) |u_hat|^2> with "
@@ -162,20 +141,16 @@ INFO = EquationInfo(
         "buoyancy_flux": "<w b>: the conversion rate of potential into kinetic energy",
         "froude": "Froude number U/(N L): U = <|u|^2>^(1/2), L = 2 pi sum E(k)/k / sum E(k)",
         "rossby": "Rossby number U/(|f| L) (0 without rotation)",
-        "max_div": "max |div u| (round-off)",
+        "max_div": flow.MAX_DIV,
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i) (the waves are exact and set no limit)",
         "kmax_eta": resolution.KMAX_ETA + " (the smaller of eta and the buoyancy's Batchelor/Obukhov-Corrsin "
                     "scale for Pr = viscosity/diffusivity; with hyperviscosity each the larger of it and "
                     "(nu_p^3/epsilon)^(1/(6p-2)))",
-        "injection": "injected power <u.f> (forced runs only)",
-        **passive.DIAGNOSTICS,
+        "injection": flow.INJECTION,
     },
     progress=("total_energy", "froude", "cfl"),
-    resolution_advice={
-        "kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or physics.hyperviscosity "
-                    "and physics.hyperdiffusivity)",
-        "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
-    },
+    resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or "
+                                   "physics.hyperviscosity and physics.hyperdiffusivity)"},
     scales={**scales.TURBULENCE, **scales.STRATIFIED},
     spectrum_axes={"energy_kh": "k_h", "energy_kz": "k_z", "potential_energy_kh": "k_h", "potential_energy_kz": "k_z"},
     spectra={
@@ -197,15 +172,11 @@ INFO = EquationInfo(
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by the buoyancy flux, so that "
                                        "dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K and dE_P(k)/dt = "
                                        "T_P + C_P - 2 (kappa k^2 + kappa_p k^(2p)) E_P",
-        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
-                            "(forced runs only)",
-        **passive.SPECTRA,
+        "injection_energy": flow.INJECTION_SPECTRUM,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
-                             Curve("potential_energy", r"$E_P = \langle b^2\rangle/2N^2$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P", r" = \langle|u|^2\rangle/2", r" = \langle b^2\rangle/2N^2"),
             Panel("kinetic energy", (Curve("horizontal_energy", r"$\langle u^2+v^2\rangle/2$"),
                                      Curve("vertical_energy", r"$\langle w^2\rangle/2$")), log="auto"),
             Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$",
@@ -215,7 +186,6 @@ INFO = EquationInfo(
                            Curve("buoyancy_flux", r"$\langle wb\rangle$ (to $E_K$)"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("number", (Curve("froude", r"$Fr = U/NL$"), Curve("rossby", r"$Ro = U/fL$")), log="auto"),
-            *passive.PANELS,
         ),
         spectrum="energy_kh",
         resolved=2 / 3,  # dealiased by the 2/3 rule: shells past it are empty or partly filled
@@ -225,11 +195,10 @@ INFO = EquationInfo(
         kolmogorov=Kolmogorov(("kinetic_dissipation",)),  # E_K(k_h), horizontal: not C_K's 3D spectrum
         budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), gains=("injection",),
                       label="E_K + E_P"),
-        more_spectra=passive.MORE_SPECTRA,
         side_by_side=("energy", "potential_energy"),
         maps=("energy_kh_kz", "potential_energy_kh_kz"),
         labels={"energy": "kinetic energy", "potential_energy": "potential energy",
                 "energy_kh": "horizontal-wavenumber kinetic energy", "energy_kh_kz": "(k_h, k_z) kinetic energy",
-                "potential_energy_kh_kz": "(k_h, k_z) potential energy", **passive.LABELS},
+                "potential_energy_kh_kz": "(k_h, k_z) potential energy"},
     ),
 )

@@ -39,22 +39,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.boussinesq import INFO, BoussinesqParams
+from simulator.equations.boussinesq import INFO
 from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.flow.components import Transforms
-from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, peaked, random_velocity
 from simulator.equations.noise import white_noise
-from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
 
@@ -67,13 +64,6 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     """
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoussinesqParams | None = None):
-        physics = BoussinesqParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band))
 
     @property
     def kept(self) -> jax.Array:

@@ -21,18 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, scalars as passive, scales
+from simulator.equations.flow import planar
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, FieldInfo, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 #: the stratified scales of :mod:`simulator.equations.scales` a plane has (no rotation)
 SCALES = {name: text for name, text in scales.STRATIFIED.items() if name != "inertial_period"}
@@ -59,7 +52,7 @@ class Boussinesq2DParams(PlanarParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperdiffusivity": self.hyperdiffusivity}
+        return {**super().hyperviscous_coefficients(), "physics.hyperdiffusivity": self.hyperdiffusivity}
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The buoyancy frequency and period, the Ozmidov length and the buoyancy Reynolds number
@@ -113,47 +106,37 @@ class RandomFlow(flow.FlowInitial):
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
-INFO = EquationInfo(
-    name="boussinesq2d",
+INFO = flow.info(
+    Boussinesq2DParams, (Wave, RandomFlow), "Boussinesq2D",
     summary="stably stratified Boussinesq flow in a vertical plane, vorticity-buoyancy form (FluidSim's ns2d.strat), "
             "hyper- and hypoviscosity, linear friction, random or Kolmogorov forcing",
-    params=Boussinesq2DParams,
-    initials=(Wave, RandomFlow),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.boussinesq2d.equation:Boussinesq2D",
     dimensions=2,
     fields={
-        "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
+        "vorticity": planar.VORTICITY,
         "buoyancy": FieldInfo(0, "buoyancy fluctuation b, gravity along -y (1, Nx, Ny)", "b", cmap="RdBu_r"),
-        "velocity": FieldInfo(3, "velocity (u, v, 0): the plane's, v vertical, with the zero component normal to it (a "
-                                 "vector in ParaView and xarray) (3, 1, Nx, Ny)", r"|u|"),
-        "stream_function": FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi",
-                                     cmap="RdBu_r", snapshot=False),
-        "scalar": passive.FIELD,
+        "velocity": planar.velocity(": the plane's, v vertical, with the zero component normal to it (a vector in "
+                                    "ParaView and xarray)"),
+        "stream_function": planar.STREAM_FUNCTION,
     },
-    state_fields=("vorticity", "buoyancy", "scalar"),
+    state_fields=("vorticity", "buoyancy"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
-        "potential_energy": "potential energy E_P = <b^2>/(2 N^2) (0 without stratification)",
-        "total_energy": "E_K + E_P (conserved without viscosity and diffusion)",
-        "enstrophy": "enstrophy Z = <omega^2>/2",
+        **flow.energies("potential_energy", "E_P", "<b^2>/(2 N^2) (0 without stratification)",
+                        "viscosity and diffusion"),
+        "enstrophy": planar.ENSTROPHY,
         "buoyancy_flux": "<v b>: the conversion rate of potential into kinetic energy",
         "kinetic_dissipation": "kinetic dissipation 2 nu Z + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> + "
                                "2 alpha E_K (Parseval means; each term with its coefficient)",
         "potential_dissipation": "potential dissipation (kappa <|grad b|^2> + kappa_p <k^(2p) |b_hat|^2>)/N^2",
-        "max_vorticity": "max |omega|",
+        "max_vorticity": planar.MAX_VORTICITY,
         "froude": "Froude number U/(N L): U = <|u|^2>^(1/2), L = 2 pi sum E(k)/k / sum E(k) (0 without "
                   "stratification)",
         "cfl": "CFL number dt (max(|u|/dx + |v|/dy) + N): the flow and the explicit buoyancy frequency",
         "kmax_eta": KMAX_ETA,
         **FORCED_DIAGNOSTICS,
-        **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or "
-                                   "physics.hyperviscosity and physics.hyperdiffusivity)",
-                       "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity"},
+                                   "physics.hyperviscosity and physics.hyperdiffusivity)"},
     scales=SCALES,
     spectra={
         "energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted, n the number of "
@@ -166,18 +149,15 @@ INFO = EquationInfo(
                              "<v b>",
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by buoyancy",
         "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
-        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("potential_energy", r"$E_P$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P"),
             Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K$"),
                            Curve("potential_dissipation", r"$\varepsilon_P$"),
                            Curve("buoyancy_flux", r"$\langle v b\rangle$"))),
             Panel("Froude", (Curve("froude", "$F$"),)),
             Panel("max", (Curve("max_vorticity", r"$\max|\omega|$"),)),
-            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
@@ -186,8 +166,8 @@ INFO = EquationInfo(
                       label="E_K + E_P"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=("potential_energy", *passive.MORE_SPECTRA),
+        more_spectra=("potential_energy",),
         side_by_side=("energy", "potential_energy"),
-        labels={"energy": "kinetic energy", "potential_energy": "potential energy", **passive.LABELS},
+        labels={"energy": "kinetic energy", "potential_energy": "potential energy"},
     ),
 )

@@ -36,15 +36,7 @@ class Boussinesq2D(plane.VorticityFlow):
     """The stratified plane on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-
-    def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
-        """-L per mode of the vorticity, nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m), and of the buoyancy,
-        kappa k^2 + kappa_p k^(2p)."""
-        return self.damping(params), self.damping(params, "diffusivity", "hyperdiffusivity", flow=False)
-
-    def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (omega, b) and the scalars, ``(2 + n, *k_shape)``."""
-        return self.linear_rows(list(self.rates(params)), params)
+    diffusive = (("diffusivity", "hyperdiffusivity"),)
 
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """-div(u omega) and -div(u b), dealiased, ``(2, *k_shape)``, and the scalars' -div(u theta_i): one batched

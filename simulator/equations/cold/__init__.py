@@ -23,7 +23,8 @@ they are the comoving integrals int dt / a^p (the equation hands them in). Modul
 * :mod:`.species` (JAX): the equation's side: the mixed state, its leaves and fields, kick and drift of the
   particles, restarts on other device counts, the lost-particle message, particle outputs;
 * this module (no JAX, read by the config): the settings' checks (:func:`check_particles`,
-  :func:`absent_wave_keys`) and which fields a run has (:func:`present_fields`).
+  :func:`absent_wave_keys`), such an equation's declaration (:func:`info`) and fields (:func:`fields`), and
+  which of them a run has and which particles it writes (:class:`ColdParams`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition, declare
 from simulator.errors import ConfigError
 from simulator.fft.stencils import ASSIGNMENTS, STENCILS
 from simulator.schema import is_zero, setting
+from simulator.time.schemes import SPLIT_STEP
 
 #: the fields only a run with cold particles has
 CDM_FIELDS = ("cdm_density", "total_density")
@@ -47,12 +50,42 @@ def has_wave(p: Any) -> bool:
     return not is_zero(p.fdm_fraction)
 
 
-def present_fields(p: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The declared ``fields`` (by name) a run of ``p`` has: the wave's alone without particles, every one
-    with the wave and particles, the potential and the particles' density without the wave."""
-    if not has_wave(p):
-        return {k: v for k, v in fields.items() if k in COLD_FIELDS}
-    return dict(fields) if p.cdm_particles else {k: v for k, v in fields.items() if k not in CDM_FIELDS}
+def fields(density: FieldInfo, potential: FieldInfo, cdm_density: FieldInfo,
+           total_density: FieldInfo) -> dict[str, FieldInfo]:
+    """The fields of a wave with cold particles beside it, in their order: the wave's ``density``, |psi| and
+    arg psi, the ``potential``, psi itself (complex: not in snapshots), the particles' ``cdm_density`` and the
+    ``total_density`` of a mixed run, each ``(Nx, Ny, Nz)``."""
+    return {"density": density, "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
+            "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"), "potential": potential,
+            "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True,
+                             snapshot=False),
+            "cdm_density": cdm_density, "total_density": total_density}
+
+
+def info(params: type[EquationParams], initials: tuple[type[InitialCondition], ...], implementation: str,
+         **declared: Any) -> EquationInfo:
+    """The declaration of a wave equation that carries cold particles (:func:`~simulator.equations.spec.declare`):
+    its state the wave function psi (and the particles'), stepped by the split-step schemes, kdk by default;
+    ``declared``, the rest of its :class:`~simulator.equations.spec.EquationInfo`, with its :func:`fields`."""
+    return declare(params, initials, implementation, **{"protocol": SPLIT_STEP, "default_integrator": "kdk",
+                                                        "state_fields": ("psi",), **declared})
+
+
+class ColdParams:
+    """Mixin of the parameters of an equation that carries cold particles beside its wave (``fdm_fraction``,
+    ``cdm_particles``): the particles a run writes and the fields it has."""
+
+    def particle_species(self) -> dict[str, int]:
+        """A run's cold particles, written to the particle snapshots as the species ``cdm``."""
+        return {"cdm": self.cdm_particles} if self.cdm_particles else {}  # type: ignore[attr-defined]
+
+    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
+        """The declared ``fields`` (by name) a run has: the wave's alone without particles, every one with the
+        wave and particles, the potential and the particles' density without the wave."""
+        if not has_wave(self):
+            return {k: v for k, v in fields.items() if k in COLD_FIELDS}
+        particles = self.cdm_particles  # type: ignore[attr-defined]
+        return dict(fields) if particles else {k: v for k, v in fields.items() if k not in CDM_FIELDS}
 
 
 def absent_wave_keys(p: Any, keys: Sequence[str], example: str = "") -> dict[str, tuple[str, str]]:

@@ -53,11 +53,9 @@ class Convection(SemiLinearEquation):
     """Free-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
 
     info = INFO
-    space = "spectral"
     _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ConvectionParams | None = None):
-        physics = ConvectionParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
         self.ops = WalledOperators(fft, self.box, self.dtype)
 

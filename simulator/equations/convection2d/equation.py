@@ -54,11 +54,9 @@ class Convection2D(SemiLinearEquation):
     """Free-slip Rayleigh-Benard convection on a walled plane (slab or single backend)."""
 
     info = INFO
-    space = "spectral"
     _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Convection2DParams | None = None):
-        physics = Convection2DParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
         self.ops = WalledOperators(fft, self.box, self.dtype)
 

@@ -6,12 +6,10 @@ vorticity in a plane) and the mean flow's V zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, final
+from typing import final
 
-from simulator.equations.convection2d_noslip import INFO, NoSlipParams
+from simulator.equations.convection2d_noslip import INFO
 from simulator.equations.noslip import BUILDERS, NoSlipConvection
-from simulator.fft import FFTBackend
 
 
 @final
@@ -19,9 +17,6 @@ class NoSlipConvection2D(NoSlipConvection):
     """No-slip Rayleigh-Benard convection on a walled plane (slab or single backend)."""
 
     info = INFO
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NoSlipParams | None = None):
-        super().__init__(fft, box, dtype, NoSlipParams() if physics is None else physics)
 
 
 NoSlipConvection2D.builders = BUILDERS

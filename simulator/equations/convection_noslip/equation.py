@@ -6,12 +6,10 @@ mean flow (U, V) of every mode (k_x, k_y), on a slab split along y (and k_y) and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, final
+from typing import final
 
-from simulator.equations.convection_noslip import INFO, BoxNoSlipParams
+from simulator.equations.convection_noslip import INFO
 from simulator.equations.noslip import BUILDERS, NoSlipConvection
-from simulator.fft import FFTBackend
 
 
 @final
@@ -19,9 +17,6 @@ class NoSlipConvection3D(NoSlipConvection):
     """No-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
 
     info = INFO
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoxNoSlipParams | None = None):
-        super().__init__(fft, box, dtype, BoxNoSlipParams() if physics is None else physics)
 
 
 NoSlipConvection3D.builders = BUILDERS

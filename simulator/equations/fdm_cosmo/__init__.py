@@ -27,34 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scales
-from simulator.equations.cold import (
-    absent_wave_keys,
-    capacity_setting,
-    check_particles,
-    exchange_setting,
-    has_wave,
-    present_fields,
-    window_setting,
-)
+from simulator.equations import cold, resolution, scales
 from simulator.equations.fdm_cosmo import cosmology
-from simulator.equations.spec import (
-    Clock,
-    Curve,
-    EquationInfo,
-    EquationParams,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Clock, Curve, EquationParams, FieldInfo, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SPLIT_STEP
 
 
 @dataclass(frozen=True)
-class FDMCosmoParams(EquationParams):
+class FDMCosmoParams(cold.ColdParams, EquationParams):
     """The cosmology (background, linear spectrum), the boson, and the span of the run in redshift."""
 
     name: str = setting("fdm_cosmo", "equation to solve")
@@ -77,12 +58,12 @@ class FDMCosmoParams(EquationParams):
                                  "axis (placed on a lattice, displaced to physics.cdm_lpt's order); needs "
                                  "physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it", min=0,
                                  restart="kept")
-    cdm_window: str = window_setting()
-    cdm_capacity: float = capacity_setting()
+    cdm_window: str = cold.window_setting()
+    cdm_capacity: float = cold.capacity_setting()
     cdm_lpt: int = setting(1, "order of Lagrangian perturbation theory of the particles' initial displacements: "
                            "1 (Zel'dovich) or 2 (2LPT: the second-order displacement too, fewer transients from the "
                            "start)", choices=(1, 2))
-    cdm_exchange: float = exchange_setting()
+    cdm_exchange: float = cold.exchange_setting()
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
                                     "(100 km/s)^2 / rho_crit,0; > 0 repulsive, < 0 attractive (see physics.f_a)")
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
@@ -112,19 +93,10 @@ class FDMCosmoParams(EquationParams):
     def a_start(self) -> float:
         return 1.0 / (1.0 + self.z_start)
 
-    def particle_species(self) -> dict[str, int]:
-        """A run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
-
-    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
-        """The wave's fields, the particles' with particles, and without the wave the potential and the
-        particles' density alone (:func:`simulator.equations.cold.present_fields`)."""
-        return present_fields(self, fields)
-
     def absent_keys(self) -> dict[str, tuple[str, str]]:
         """Without the wave (f = 0) the wave's own keys, :data:`WAVE_KEYS`
         (:func:`simulator.equations.cold.absent_wave_keys`)."""
-        return absent_wave_keys(self, WAVE_KEYS, "configs/cold_dark_matter.yaml")
+        return cold.absent_wave_keys(self, WAVE_KEYS, "configs/cold_dark_matter.yaml")
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
@@ -224,7 +196,7 @@ class FDMCosmoParams(EquationParams):
         """hbar/m in code units, and the comoving Jeans and de Broglie lengths at the row's scale factor
         (:mod:`simulator.equations.scales`: k_J^4 = 6 Omega_m H0^2 a/nu^2, H0 = 1 in code units); none in a
         run without the wave (they are the wave's)."""
-        if not has_wave(self):
+        if not cold.has_wave(self):
             return {}
         nu = float(cosmology.nu_code(self.m22, self.h))
         k_j = scales.jeans_wavenumber(1.5 * self.omega_m * diagnostics["a"], nu)
@@ -239,7 +211,7 @@ def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
     if p.cdm_particles == 0 and p.fdm_fraction >= 1.0 and p.cdm_lpt != 1:
         raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
                           "displacements)", "has no particles to displace")
-    check_particles(p, cfg, ("gaussian", "mode"), p.omega_m)  # mean |psi|^2 = f omega_m
+    cold.check_particles(p, cfg, ("gaussian", "mode"), p.omega_m)  # mean |psi|^2 = f omega_m
 
 
 #: a wave fraction at or below which the run is cautioned that the wave carries next to nothing (what a
@@ -258,7 +230,7 @@ class ComovingClock(Clock):
     physics: FDMCosmoParams
 
     def units(self) -> dict[str, str]:
-        m22 = self.physics.m22 if has_wave(self.physics) else None  # no boson without the wave
+        m22 = self.physics.m22 if cold.has_wave(self.physics) else None  # no boson without the wave
         return cosmology.describe_units(self.physics.h, m22, self.physics.z_start, self.physics.cdm_particles > 0)
 
     def output_attrs(self, t: float) -> dict[str, Any]:
@@ -270,7 +242,7 @@ class ComovingClock(Clock):
         return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age, "cosmic_time_gyr": age,
                 "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
                 **({"hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
-                   if has_wave(self.physics) else {})}  # the boson's: none without the wave
+                   if cold.has_wave(self.physics) else {})}  # the boson's: none without the wave
 
     def time_coordinates(self, t: float) -> dict[str, float]:
         a = self.physics.a_start * math.exp(t)
@@ -314,28 +286,18 @@ class Mode(InitialCondition):
     wavenumber: int = setting(1, "mode number of the wave along x", min=1, mode_axes="x")
 
 
-INFO = EquationInfo(
-    name="fdm_cosmo",
+INFO = cold.info(
+    FDMCosmoParams, (Gaussian, Mode), "FDMCosmo",
     summary="Fuzzy dark matter in an expanding universe: comoving Schrodinger-Poisson, kick-drift-kick in ln a",
-    params=FDMCosmoParams,
-    initials=(Gaussian, Mode),
-    protocol=SPLIT_STEP,
-    default_integrator="kdk",
-    implementation="simulator.equations.fdm_cosmo.equation:FDMCosmo",
-    fields={
-        "density": FieldInfo(0, "comoving mass density |psi|^2 (rho_crit,0)", r"\rho", "inferno", log=True,
-                             units=r"\rho_{\rm crit,0}"),
-        "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
-        "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
-        "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
-        "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
-        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (runs with "
-                                 "particles)",
-                                 r"\rho_{\rm CDM}", "inferno", log=True, units=r"\rho_{\rm crit,0}"),
-        "total_density": FieldInfo(0, "wave plus particles' comoving mass density (mixed runs)", r"\rho_{\rm tot}",
-                                   "inferno", log=True, units=r"\rho_{\rm crit,0}"),
-    },
-    state_fields=("psi",),
+    fields=cold.fields(
+        density=FieldInfo(0, "comoving mass density |psi|^2 (rho_crit,0)", r"\rho", "inferno", log=True,
+                          units=r"\rho_{\rm crit,0}"),
+        potential=FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
+        cdm_density=FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (runs with "
+                              "particles)", r"\rho_{\rm CDM}", "inferno", log=True, units=r"\rho_{\rm crit,0}"),
+        total_density=FieldInfo(0, "wave plus particles' comoving mass density (mixed runs)", r"\rho_{\rm tot}",
+                                "inferno", log=True, units=r"\rho_{\rm crit,0}"),
+    ),
     diagnostics={
         "a": "scale factor a = a_start exp(time)",
         "z": "redshift 1/a - 1",

@@ -54,7 +54,7 @@ from simulator.equations.cold.species import ColdSpecies, ColdState, MixedState 
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
-from simulator.equations.phase import psi_from_snapshot, rotate
+from simulator.equations.phase import WaveEquation, rotate
 from simulator.fft import FFTBackend, complex_dtype
 from simulator.observables import spectra
 
@@ -67,38 +67,25 @@ class CosmoState(NamedTuple):
 
 
 @final
-class FDMCosmo(ColdSpecies, SplitStepEquation):
+class FDMCosmo(WaveEquation, ColdSpecies, SplitStepEquation):
     """The comoving kick and drift, the potential, diagnostics and spectra on one FFT backend.
 
-    Leaves: wavenumbers of both transforms, the per-axis masks dropping every Nyquist plane, the
-    Parseval weights (broadcasting 1D vectors: their 3D combinations are formed in the kernels that use
-    them, never stored), the spectrum file's table (ln k, ln P) when there is one, and the run time ``time``
-    (s = ln(a/a_start), set by :meth:`at`).
+    Leaves: the wave's (:class:`~simulator.equations.phase.WaveEquation`), the spectrum file's table (ln k, ln P)
+    when there is one, and the run time ``time`` (s = ln(a/a_start), set by :meth:`at`).
     """
 
     info = INFO
-    snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight", "table", "time")
+    _LEAVES: ClassVar[tuple[str, ...]] = (*WaveEquation._LEAVES, "table", "time")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: FDMCosmoParams | None = None):
-        physics = FDMCosmoParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
-        self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
-        modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
-        self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
-        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
-        table = None if physics.spectrum_file is None else power.read_table(physics.spectrum_file)
+        table = None if self.physics.spectrum_file is None else power.read_table(self.physics.spectrum_file)
         self.table = None if table is None else tuple(fft.replicated(v, self.dtype) for v in table)
         self.time = fft.replicated(np.zeros(()), self.dtype)
 
     def at(self, t: jax.Array) -> FDMCosmo:
         leaves, static = self.tree_flatten()
         return self.tree_unflatten(static, (*leaves[:-1], jnp.asarray(t, self.dtype)))
-
-    @property
-    def cell_volume(self) -> float:
-        return math.prod(self.spacing)
 
     # ---- the structure: a wave alone, or a wave and cold particles ------------------------------------
 
@@ -121,10 +108,6 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
                                         params["omega_lambda"], powers, jnp)
 
     # ---- operators -----------------------------------------------------------------------------------
-
-    def nyquist_free(self, f_hat: jax.Array) -> jax.Array:
-        """A real-transform spectrum with every Nyquist plane zeroed."""
-        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
 
     def potential(self, psi: jax.Array, params: Params) -> jax.Array:
         """Phi = a V from lap(Phi) = 4 pi G (|psi|^2 - mean), real space (a wave alone)."""
@@ -188,9 +171,6 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         if self.cold:  # (Np, 3) in lattice order, sharded by rows: laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return CosmoState(psi, self.potential(psi, params))
-
-    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        return psi_from_snapshot(fields)
 
     def fields(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi;

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations.flow import check_hyperviscosity, order_key, viscosity_key
-from simulator.equations.spec import EquationParams
+from simulator.equations.flow import Hyperviscous, order_key, viscosity_key
+from simulator.equations.spec import EquationParams, FieldInfo
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
 
@@ -33,10 +33,23 @@ FORCED_DIAGNOSTICS = {
     "injection": "injected power (forced runs: forcing_power for random, <u . f> for kolmogorov)",
     "injection_enstrophy": "injected enstrophy per unit time (forced runs)",
 }
+#: the texts of the diagnostics several planar flows report alike
+ENSTROPHY = "enstrophy Z = <omega^2>/2"
+MAX_VORTICITY = "max |omega|"
+#: the fields of a flow in vorticity form: the vorticity, and the stream function (derived, not in snapshots)
+VORTICITY = FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r")
+STREAM_FUNCTION = FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi", cmap="RdBu_r",
+                            snapshot=False)
+
+
+def velocity(doc: str = ": the plane's, with the zero component normal to it, so that a vector reads as one in "
+                        "ParaView and xarray") -> FieldInfo:
+    """The velocity field (u, v, 0) of a plane, ``(3, 1, Nx, Ny)``, ``doc`` saying what its components are."""
+    return FieldInfo(3, f"velocity (u, v, 0){doc} (3, 1, Nx, Ny)", r"|u|")
 
 
 @dataclass(frozen=True)
-class PlanarParams(EquationParams):
+class PlanarParams(Hyperviscous, EquationParams):
     """Viscosity, hyper- and hypoviscosity, linear friction and the forcing: the keys every planar flow has."""
 
     viscosity: float = viscosity_key(1e-3)
@@ -60,23 +73,14 @@ class PlanarParams(EquationParams):
     forcing_seed: int = setting(0, "seed of the random forcing's phases", min=0, max=2**31 - 1)
 
     @property
-    def hyperviscous(self) -> bool:
-        """Whether the program has the hyperviscous terms (``hyperviscosity_order`` set: structure)."""
-        return self.hyperviscosity_order is not None
-
-    @property
     def hypoviscous(self) -> bool:
         """Whether the program has the hypoviscous term (``hypoviscosity_order`` set: structure)."""
         return self.hypoviscosity_order is not None
 
-    def hyperviscous_coefficients(self) -> dict[str, float]:
-        """The hyperviscous coefficients the order serves, by config key (a subclass adds its own)."""
-        return {"physics.hyperviscosity": self.hyperviscosity}
-
     def check(self, cfg: Any) -> None:
         """The orders against their coefficients, the forced modes against the grid, the passive scalars' mean
         gradients (an equation's ``scalars``) in the plane (ConfigError, one line)."""
-        check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
+        super().check(cfg)
         if self.hypoviscosity and not self.hypoviscous:
             raise ConfigError("physics.hypoviscosity_order", None, f"an integer >= 1 to use physics.hypoviscosity "
                               f"= {self.hypoviscosity:g}", "is not set")

@@ -26,7 +26,6 @@ from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
 #: the plane's x and y as axes of the box (1, Nx, Ny) it runs as (:mod:`simulator.fft.plane`)
@@ -37,12 +36,9 @@ class PlanarFlow(FlowEquation, SemiLinearEquation):
     """Base of a planar flow on one FFT backend: ``physics`` a :class:`~.planar.PlanarParams`, ``ops`` its spectral
     operators (wavenumbers ``(0, kx, ky)``). A subclass declares ``info`` and the equation's terms."""
 
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
-        super().__init__(fft, box, dtype, self.info.params() if physics is None else physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
+    def operators(self) -> SpectralOperators:
+        """The spectral operators, wavenumbers ``(0, kx, ky)``: the plane's forcing is :mod:`.plane_forcing`'s."""
+        return SpectralOperators(self.fft, self.box, self.dtype)
 
     # ---- the plane's axes --------------------------------------------------------------------------------
 
@@ -127,6 +123,9 @@ class VorticityFlow(passive.CarriesScalars, PlanarFlow):
     ``(m + n, *k_shape)``; the velocity u = (d psi/dy, -d psi/dx), psi_hat = omega_hat / k^2; the forcing acts on the
     vorticity. The parameters are a :class:`~.planar.PlanarParams` with a ``scalars`` list."""
 
+    #: the ``physics.*`` keys of the diffusivity and the hyperdiffusivity of each own field after the vorticity
+    diffusive: ClassVar[tuple[tuple[str, str], ...]] = ()
+
     @property
     def rows(self) -> int:
         """m, the number of the equation's own fields in the state (structure)."""
@@ -150,6 +149,17 @@ class VorticityFlow(passive.CarriesScalars, PlanarFlow):
             return -rows
         kappa = passive.diffusivities(params["scalars"])
         return -self.ops.concatenate([rows, kappa[:, None, None, None] * self.ops.k2])
+
+    def rates(self, params: Params) -> tuple[jax.Array, ...]:
+        """-L per mode of each of the equation's own fields, ``k_shape``: the vorticity's sinks, nu k^2 + alpha +
+        nu_p k^(2p) + nu_m k^(-2m), then each further field's, kappa k^2 + kappa_p k^(2p) by its keys in
+        :attr:`diffusive` (:meth:`~PlanarFlow.damping`)."""
+        fields = (self.damping(params, kappa, hyper, flow=False) for kappa, hyper in self.diffusive)
+        return (self.damping(params), *fields)
+
+    def linear(self, params: Params) -> jax.Array:
+        """The diagonal L of the state, the own fields' (:meth:`rates`) then the scalars' (:meth:`linear_rows`)."""
+        return self.linear_rows(list(self.rates(params)), params)
 
     def transport(self, hats: list[jax.Array], state: jax.Array,
                   products: Callable[[jax.Array], list[jax.Array]]) -> tuple[jax.Array, jax.Array | None]:

@@ -11,19 +11,37 @@ initial condition ``ic`` (any object with the attributes it reads), and returns 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Params
+from simulator.equations.flow.forcing import Forcing
 from simulator.equations.noise import white_noise
+from simulator.equations.operators import SpectralOperators
+from simulator.fft import FFTBackend
 
 
 class FlowEquation:
     """Mixin of a flow equation whose state starts with the velocity spectrum ``(3, *k_shape)`` and whose
     static ``physics`` is a :class:`~simulator.equations.flow.FlowParams` (before the equation base class
-    in the bases)."""
+    in the bases). Leaf: ``ops``, the spectral operators of this backend and box (:meth:`operators`)."""
+
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
+    #: the nonlinear terms' dealiasing (:class:`~simulator.equations.operators.SpectralOperators`'): the 2/3 rule
+    dealiasing = "two_thirds"
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
+        super().__init__(fft, box, dtype, physics)  # type: ignore[call-arg]
+        self.ops = self.operators()
+
+    def operators(self) -> SpectralOperators:
+        """The spectral operators (wavenumbers, dealiasing, Parseval weights, projection, curl) with the constant-power
+        forcing of the velocity that ``physics.forcing`` names."""
+        physics = self.physics  # type: ignore[attr-defined]
+        return SpectralOperators(self.fft, self.box, self.dtype,  # type: ignore[attr-defined]
+                                 Forcing(physics.forcing, physics.forcing_band), self.dealiasing)
 
     def velocity_spectrum(self, state: jax.Array) -> jax.Array:
         """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:

@@ -16,18 +16,8 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scales
 from simulator.equations.flow import FlowParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    InitialCondition,
-    Kolmogorov,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, FieldInfo, InitialCondition, Kolmogorov, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 _MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven units"
 
@@ -98,26 +88,19 @@ class RandomMHD(InitialCondition):
 
 _SHELLS = "(Parseval-weighted) summed over the modes of shell k"
 
-INFO = EquationInfo(
-    name="mhd",
+INFO = flow.info(
+    MHDParams, (OrszagTang, ABCDynamo, RandomMHD), "MHD",
     summary="incompressible MHD in Alfven units, rotational form, Leray projection of u and B, 2/3 dealiasing, "
             "optional hyperviscosity and hyper-resistivity",
-    params=MHDParams,
-    initials=(OrszagTang, ABCDynamo, RandomMHD),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.mhd.equation:MHD",
     fields={
-        "velocity": FieldInfo(3, "velocity u", r"|u|"),
-        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+        **flow.BOX_FIELDS,
         "magnetic": FieldInfo(3, "magnetic field B, Alfven units (with the mean field)", r"|B|", "magma"),
         "current": FieldInfo(3, "current density j = curl B", r"|j|", "inferno"),
     },
     state_fields=("velocity", "magnetic"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
-        "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
-        "total_energy": "E_K + E_M (conserved without viscosity, resistivity and forcing)",
+        **flow.energies("magnetic_energy", "E_M", "<|B|^2>/2 (with the mean field's |B0|^2/2)",
+                        "viscosity, resistivity and forcing"),
         "cross_helicity": "cross helicity <u.B> (an ideal invariant)",
         "magnetic_helicity": "magnetic helicity <A.b>, b = curl A, Coulomb gauge, fluctuations only (an ideal "
                              "invariant when B0 = 0)",
@@ -125,13 +108,13 @@ INFO = EquationInfo(
                                "hyperviscosity, a Parseval mean)",
         "ohmic_dissipation": "ohmic dissipation rate eta <|j|^2> (+ eta_p <|k|^(2p) |B_hat|^2> with "
                              "hyper-resistivity)",
-        "max_div": "max |div u| (round-off)",
+        "max_div": flow.MAX_DIV,
         "max_div_b": "max |div B| (round-off)",
         "cfl": "CFL number dt max(sum_i (|u_i| + |B_i|)/dx_i): flow and Alfven speeds",
         "kmax_eta": resolution.KMAX_ETA + " (eta from the viscous + ohmic dissipation; the smaller of eta and "
                     "the magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with "
                     "hyperviscosity each the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
-        "injection": "injected power <u.f> (forced runs only)",
+        "injection": flow.INJECTION,
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
     resolution_advice={
@@ -154,14 +137,12 @@ INFO = EquationInfo(
                                       "u)_hat per mode; sum_k (C_K + C_M) = 0, so dE_K(k)/dt = T_K + C_K + F - "
                                       "2 (nu k^2 + nu_p k^(2p)) E_K and dE_M(k)/dt = T_M + C_M - 2 (eta k^2 + "
                                       "eta_p k^(2p)) E_M",
-        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
-                            "(forced runs only)",
+        "injection_energy": flow.INJECTION_SPECTRUM,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
-                             Curve("magnetic_energy", r"$E_M = \langle|B|^2\rangle/2$"),
-                             Curve("total_energy", r"$E_K + E_M$")), log="auto"),
+            flow.energy_panel("magnetic_energy", "E_M", r" = \langle|u|^2\rangle/2", r" = \langle|B|^2\rangle/2",
+                              log="auto"),
             Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$",
                                  hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
                            Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$",

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import jax
 import jax.numpy as jnp
@@ -41,11 +41,9 @@ import jax.numpy as jnp
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms, stress, stress_divergence
-from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
-from simulator.equations.mhd import INFO, MHDParams
-from simulator.equations.operators import SpectralOperators, cross
-from simulator.fft import FFTBackend
+from simulator.equations.mhd import INFO
+from simulator.equations.operators import cross
 from simulator.observables import spectra
 
 
@@ -58,13 +56,6 @@ class MHD(FlowEquation, SemiLinearEquation):
     """
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: MHDParams | None = None):
-        physics = MHDParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band))
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 

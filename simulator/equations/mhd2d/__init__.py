@@ -23,17 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, resolution, scalars as passive, scales
+from simulator.equations.flow import planar
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, FieldInfo, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -51,7 +44,7 @@ class MHD2DParams(PlanarParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperresistivity": self.hyperresistivity}
+        return {**super().hyperviscous_coefficients(), "physics.hyperresistivity": self.hyperresistivity}
 
     def dissipative_scale(self) -> str:
         """The Kolmogorov scale of the viscous + ohmic dissipation: in 2D MHD the energy cascades to small scales
@@ -93,35 +86,27 @@ class RandomMHD2D(flow.FlowInitial):
 
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
-INFO = EquationInfo(
-    name="mhd2d",
+INFO = flow.info(
+    MHD2DParams, (OrszagTang, RandomMHD2D), "MHD2D",
     summary="incompressible MHD in a plane through the magnetic potential A (vorticity-potential form), a uniform "
             "mean field, hyper-resistivity, hyper- and hypoviscosity, linear friction, random or Kolmogorov forcing",
-    params=MHD2DParams,
-    initials=(OrszagTang, RandomMHD2D),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.mhd2d.equation:MHD2D",
     dimensions=2,
     fields={
-        "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
+        "vorticity": planar.VORTICITY,
         "potential": FieldInfo(0, "magnetic potential A, B - B0 = (dA/dy, -dA/dx) (1, Nx, Ny)", "A", cmap="RdBu_r"),
         "current": FieldInfo(0, "current density j = -lap A (1, Nx, Ny)", "j", cmap="RdBu_r"),
-        "velocity": FieldInfo(3, "velocity (u, v, 0), the plane's with the zero component normal to it (3, 1, Nx, Ny)",
-                              r"|u|"),
+        "velocity": planar.velocity(", the plane's with the zero component normal to it"),
         "magnetic": FieldInfo(3, "magnetic field (B_x, B_y, 0) in the plane, with the mean field (3, 1, Nx, Ny)",
                               r"|B|", "magma"),
-        "scalar": passive.FIELD,
     },
-    state_fields=("vorticity", "potential", "scalar"),
+    state_fields=("vorticity", "potential"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
-        "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
-        "total_energy": "E_K + E_M (conserved without viscosity and resistivity)",
+        **flow.energies("magnetic_energy", "E_M", "<|B|^2>/2 (with the mean field's |B0|^2/2)",
+                        "viscosity and resistivity"),
         "cross_helicity": "cross helicity <u . B> (an ideal invariant)",
         "mean_square_potential": "mean-square potential <A^2> (an ideal invariant without a mean field)",
-        "enstrophy": "enstrophy Z = <omega^2>/2",
-        "max_vorticity": "max |omega|",
+        "enstrophy": planar.ENSTROPHY,
+        "max_vorticity": planar.MAX_VORTICITY,
         "max_current": "max |j|",
         "viscous_dissipation": "viscous dissipation nu <omega^2> + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> "
                                "+ 2 alpha E_K (Parseval means; each term with its coefficient)",
@@ -131,12 +116,10 @@ INFO = EquationInfo(
                     "magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with hyperviscosity each "
                     "the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
         **FORCED_DIAGNOSTICS,
-        **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.resistivity (or "
-                                   "physics.hyperviscosity and physics.hyperresistivity)",
-                       "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity"},
+                                   "physics.hyperviscosity and physics.hyperresistivity)"},
     scales={"kolmogorov_length": scales.TURBULENCE["kolmogorov_length"] + ", epsilon viscous + ohmic",
             "magnetic_prandtl": "magnetic Prandtl number Pm = nu/eta",
             "alfven_speed": "Alfven speed (2 E_M)^(1/2)"},
@@ -151,18 +134,15 @@ INFO = EquationInfo(
         "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by the induction, Re(conj(j_hat) N_A) per ring; "
                                     "sums to -<u . (j x B)>",
         "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
-        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("magnetic_energy", r"$E_M$"),
-                             Curve("total_energy", r"$E_K + E_M$"))),
+            flow.energy_panel("magnetic_energy", "E_M"),
             Panel("invariants", (Curve("cross_helicity", r"$\langle u\cdot B\rangle$"),
                                  Curve("mean_square_potential", r"$\langle A^2\rangle$"))),
             Panel("rate", (Curve("viscous_dissipation", r"$\varepsilon_\nu$"),
                            Curve("ohmic_dissipation", r"$\varepsilon_\eta$"))),
             Panel("max", (Curve("max_current", r"$\max|j|$"), Curve("max_vorticity", r"$\max|\omega|$"))),
-            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
@@ -171,9 +151,8 @@ INFO = EquationInfo(
                       label="E_K + E_M"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=("magnetic_energy", "potential", *passive.MORE_SPECTRA),
+        more_spectra=("magnetic_energy", "potential"),
         side_by_side=("energy", "magnetic_energy"),
-        labels={"energy": "kinetic energy", "magnetic_energy": "magnetic energy", "potential": "potential",
-                **passive.LABELS},
+        labels={"energy": "kinetic energy", "magnetic_energy": "magnetic energy", "potential": "potential"},
     ),
 )

@@ -35,15 +35,7 @@ class MHD2D(plane.VorticityFlow):
     """The magnetised plane on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-
-    def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
-        """-L per mode of the vorticity, nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m), and of the potential,
-        eta k^2 + eta_p k^(2p)."""
-        return self.damping(params), self.damping(params, "resistivity", "hyperresistivity", flow=False)
-
-    def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (omega, A) and the scalars, ``(2 + n, *k_shape)``."""
-        return self.linear_rows(list(self.rates(params)), params)
+    diffusive = (("resistivity", "hyperresistivity"),)
 
     def spectral_terms(self, state: jax.Array) -> list[jax.Array]:
         """The spectra of u, v, omega, B_x - B0x, B_y - B0y and j, each ``k_shape``."""

@@ -18,17 +18,8 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scalars as passive, scales
 from simulator.equations.flow import FlowInitial, FlowParams
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    Kolmogorov,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Budget, Curve, Kolmogorov, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -98,40 +89,27 @@ class RandomVelocity(FlowInitial):
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
-INFO = EquationInfo(
-    name="navier_stokes",
+INFO = flow.info(
+    NavierStokesParams, (TaylorGreen, ABC, RandomVelocity), "NavierStokes",
     summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3, Hou-Li or phase-shift dealiasing, "
             "optional hyperviscosity",
-    params=NavierStokesParams,
-    initials=(TaylorGreen, ABC, RandomVelocity),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.navier_stokes.equation:NavierStokes",
-    fields={
-        "velocity": FieldInfo(3, "velocity u", r"|u|"),
-        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
-        "scalar": passive.FIELD,
-    },
-    state_fields=("velocity", "scalar"),
+    fields=flow.BOX_FIELDS,
+    state_fields=("velocity",),
     diagnostics={
         "energy": "kinetic energy <|u|^2>/2",
         "enstrophy": "enstrophy <|w|^2>/2",
         "dissipation": "dissipation rate 2 nu Z + nu_p <|k|^(2p) |u_hat|^2> (the second term: hyperviscosity, "
                        "a Parseval mean)",
-        "max_div": "max |div u| (round-off)",
+        "max_div": flow.MAX_DIV,
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
-        "injection": "injected power <u.f> (forced runs only)",
+        "injection": flow.INJECTION,
         "kmax_eta": resolution.KMAX_ETA + " (0.8 min pi N_i/L_i under dealias: hou_li, 0.943 under "
                     "phase_shift_spherical; with hyperviscosity, "
                     "eta is the larger of it and (nu_p^3/epsilon)^(1/(6p-2)))",
-        **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),
-    resolution_advice={
-        "kmax_eta": "refine grid.shape, raise physics.viscosity or physics.hyperviscosity, or keep the modes of a "
-                    "larger sphere with physics.dealias=phase_shift_spherical",
-        "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
-    },
+    resolution_advice={"kmax_eta": "refine grid.shape, raise physics.viscosity or physics.hyperviscosity, or keep the "
+                                   "modes of a larger sphere with physics.dealias=phase_shift_spherical"},
     scales=scales.TURBULENCE,
     spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
                        "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)",
@@ -141,8 +119,7 @@ INFO = EquationInfo(
                                 "(under hou_li, to minus the energy the filter removes), and "
                                 "dE(k)/dt = T(k) - 2 (nu k^2 + nu_p k^(2p)) E(k) + F(k)",
              "injection_energy": "energy injection F(k) by the forcing, Re(conj(u_hat) . f_hat) / N^2 per shell "
-                                 "(forced runs only)",
-             **passive.SPECTRA},
+                                 "(forced runs only)"},
     plot=PlotSpec(
         panels=(
             Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),
@@ -150,7 +127,6 @@ INFO = EquationInfo(
                                  hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("enstrophy", (Curve("enstrophy", r"$Z = \langle|\omega|^2\rangle/2$"),)),
-            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
@@ -161,7 +137,6 @@ INFO = EquationInfo(
         budget=Budget("energy", losses=("dissipation",), gains=("injection",), label="E"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=passive.MORE_SPECTRA,
-        labels={"energy": "kinetic energy", **passive.LABELS},
+        labels={"energy": "kinetic energy"},
     ),
 )

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import jax
 import jax.numpy as jnp
@@ -42,12 +42,9 @@ import jax.numpy as jnp
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms
-from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
-from simulator.equations.navier_stokes import INFO, NavierStokesParams
-from simulator.equations.operators import SpectralOperators
+from simulator.equations.navier_stokes import INFO
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
 
@@ -60,14 +57,10 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     """
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NavierStokesParams | None = None):
-        physics = NavierStokesParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band),
-                                     physics.dealias)
+    @property
+    def dealiasing(self) -> str:
+        """``physics.dealias``, the operators' (:meth:`~simulator.equations.flow.velocity.FlowEquation.operators`)."""
+        return self.physics.dealias
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, scalars as passive
+from simulator.equations.flow import planar
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, KMAX_ETA, PlanarParams
-from simulator.equations.spec import Budget, Curve, EquationInfo, FieldInfo, Panel, PlotSpec
+from simulator.equations.spec import Budget, Curve, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -93,30 +93,18 @@ class Dipole(flow.FlowInitial):
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
-INFO = EquationInfo(
-    name="ns2d",
+INFO = flow.info(
+    NS2DParams, (TaylorGreen, RandomVorticity, DoubleShearLayer, Dipole), "NS2D",
     summary="incompressible Navier-Stokes in a plane, vorticity form (FluidSim's ns2d), hyper- and hypoviscosity, "
             "linear friction, random or Kolmogorov forcing",
-    params=NS2DParams,
-    initials=(TaylorGreen, RandomVorticity, DoubleShearLayer, Dipole),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.ns2d.equation:NS2D",
     dimensions=2,
-    fields={
-        "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
-        "velocity": FieldInfo(3, "velocity (u, v, 0): the plane's, with the zero component normal to it, so that a "
-                                 "vector reads as one in ParaView and xarray (3, 1, Nx, Ny)", r"|u|"),
-        "stream_function": FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi",
-                                     cmap="RdBu_r", snapshot=False),
-        "scalar": passive.FIELD,
-    },
-    state_fields=("vorticity", "scalar"),
+    fields={"vorticity": planar.VORTICITY, "velocity": planar.velocity(), "stream_function": planar.STREAM_FUNCTION},
+    state_fields=("vorticity",),
     diagnostics={
         "energy": "kinetic energy E = <|u|^2>/2",
-        "enstrophy": "enstrophy Z = <omega^2>/2",
+        "enstrophy": planar.ENSTROPHY,
         "palinstrophy": "palinstrophy P = <|grad omega|^2>/2",
-        "max_vorticity": "max |omega|",
+        "max_vorticity": planar.MAX_VORTICITY,
         "dissipation": "energy dissipation 2 nu Z + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> + 2 alpha E "
                        "(Parseval means; each term with its coefficient)",
         "dissipation_enstrophy": "enstrophy dissipation 2 nu P + the same hyper-, hypoviscous and friction terms "
@@ -124,13 +112,9 @@ INFO = EquationInfo(
         **FORCED_DIAGNOSTICS,
         "cfl": "CFL number dt max(|u|/dx + |v|/dy)",
         "kmax_eta": KMAX_ETA,
-        **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),
-    resolution_advice={
-        "kmax_eta": "refine grid.shape, or raise physics.viscosity or physics.hyperviscosity",
-        "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
-    },
+    resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity or physics.hyperviscosity"},
     scales={"enstrophy_scale": "enstrophy-dissipation scale (nu^3/chi)^(1/6)",
             "friction_scale": "friction scale sqrt(epsilon/alpha^3), where friction stops the inverse cascade"},
     spectra={
@@ -142,7 +126,6 @@ INFO = EquationInfo(
         "flux_energy": "energy flux Pi_E(k) = -sum_{k' <= k} T_E(k') through k (negative: the inverse cascade)",
         "flux_enstrophy": "enstrophy flux Pi_Z(k) = -sum_{k' <= k} T_Z(k') through k (positive: the direct cascade)",
         "injection_energy": "energy injection F(k) by the forcing per ring (forced runs)",
-        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
@@ -151,7 +134,6 @@ INFO = EquationInfo(
             Panel("rate", (Curve("dissipation", r"$\varepsilon$ (all sinks)"),
                            Curve("injection", r"$P$ (forcing)"))),
             Panel("max", (Curve("max_vorticity", r"$\max|\omega|$"),)),
-            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
@@ -161,7 +143,7 @@ INFO = EquationInfo(
         budget=Budget("energy", losses=("dissipation",), gains=("injection",), label="E"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=("enstrophy", *passive.MORE_SPECTRA),
-        labels={"energy": "energy", "enstrophy": "enstrophy", **passive.LABELS},
+        more_spectra=("enstrophy",),
+        labels={"energy": "energy", "enstrophy": "enstrophy"},
     ),
 )

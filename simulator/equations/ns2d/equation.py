@@ -40,10 +40,6 @@ class NS2D(plane.VorticityFlow):
 
     info = INFO
 
-    def linear(self, params: Params) -> jax.Array:
-        """-(nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m)) for the vorticity, -kappa_i k^2 for scalar i."""
-        return self.linear_rows([self.damping(params)], params)
-
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """-u . grad omega and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
         (u, v, theta...), one batched forward transform of the products (:meth:`transport`).

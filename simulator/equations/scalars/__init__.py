@@ -18,8 +18,8 @@ An equation composes them by declaring:
   section for every scalar, whatever the flow's initial condition, so ``initial.name`` keeps choosing
   the velocity) and :func:`check_initial` in its ``check``;
 * :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`,
-:data:`SPECTRA`, :data:`PANELS`,
-  :data:`MORE_SPECTRA` and :data:`LABELS` among its own (per-scalar names are templates: ``scalar{i}_variance``).
+  :data:`ADVICE`, :data:`SPECTRA`, :data:`PANELS`, :data:`MORE_SPECTRA` and :data:`LABELS` after its own
+  (:func:`carried` appends them all; per-scalar names are templates: ``scalar{i}_variance``).
 
 Normalisations (volume means, theta' = theta - <theta>): ``scalar{i}_variance`` <theta'^2>;
 ``scalar{i}_dissipation`` chi = 2 kappa <|grad theta|^2>; ``scalar{i}_flux`` <u' theta'> . G/|G|, so that
@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations.spec import Curve, FieldInfo, Panel
+from simulator.equations.spec import Curve, FieldInfo, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, section, setting
 
@@ -125,3 +125,19 @@ PANELS = (
 MORE_SPECTRA = ("scalar{i}_variance",)
 #: what figures call the spectra (``PlotSpec.labels``)
 LABELS = {"scalar{i}_variance": "scalar {i} variance"}
+#: what to do when a scalar is under-resolved (``EquationInfo.resolution_advice``)
+ADVICE = {"scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity"}
+
+
+def carried(declared: Mapping[str, Any]) -> dict[str, Any]:
+    """An equation's declaration (:class:`~simulator.equations.spec.EquationInfo`'s fields by name) with the passive
+    scalars' after its own: the field ``scalar`` (:data:`FIELD`, part of the state), :data:`DIAGNOSTICS`,
+    :data:`ADVICE` and :data:`SPECTRA`, and in its figures :data:`PANELS`, :data:`MORE_SPECTRA` and :data:`LABELS`."""
+    plot: PlotSpec = declared["plot"]
+    return {**declared, "fields": {**declared["fields"], "scalar": FIELD},
+            "state_fields": (*declared["state_fields"], "scalar"),
+            "diagnostics": {**declared["diagnostics"], **DIAGNOSTICS},
+            "resolution_advice": {**declared.get("resolution_advice", {}), **ADVICE},
+            "spectra": {**declared["spectra"], **SPECTRA},
+            "plot": dataclasses.replace(plot, panels=(*plot.panels, *PANELS), labels={**plot.labels, **LABELS},
+                                        more_spectra=(*plot.more_spectra, *MORE_SPECTRA))}

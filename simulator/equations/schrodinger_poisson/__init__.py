@@ -23,35 +23,16 @@ At f = 0 the particles are alone (N-body in a periodic box, no wave): each has t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scales
-from simulator.equations.cold import (
-    absent_wave_keys,
-    capacity_setting,
-    check_particles,
-    exchange_setting,
-    has_wave,
-    present_fields,
-    window_setting,
-)
-from simulator.equations.spec import (
-    Curve,
-    EquationInfo,
-    EquationParams,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations import cold, resolution, scales
+from simulator.equations.spec import Curve, EquationParams, FieldInfo, InitialCondition, Panel, PlotSpec
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SPLIT_STEP
 
 
 @dataclass(frozen=True)
-class SchrodingerPoissonParams(EquationParams):
+class SchrodingerPoissonParams(cold.ColdParams, EquationParams):
     """The boson's hbar/m, the gravitational constant and the self-interaction strength."""
 
     name: str = setting("schrodinger_poisson", "equation to solve")
@@ -71,33 +52,24 @@ class SchrodingerPoissonParams(EquationParams):
                                  "axis (placed on a lattice of cell centres, displaced by the initial condition); "
                                  "needs physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it",
                                  min=0, restart="kept")
-    cdm_window: str = window_setting()
-    cdm_capacity: float = capacity_setting()
-    cdm_exchange: float = exchange_setting()
-
-    def particle_species(self) -> dict[str, int]:
-        """A run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
-
-    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
-        """The wave's fields, the particles' with particles, and without the wave the potential and the
-        particles' density alone (:func:`simulator.equations.cold.present_fields`)."""
-        return present_fields(self, fields)
+    cdm_window: str = cold.window_setting()
+    cdm_capacity: float = cold.capacity_setting()
+    cdm_exchange: float = cold.exchange_setting()
 
     def check(self, cfg: Any) -> None:
         """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``.
         (Without the wave, f = 0, its own keys are refused as the config is read: :meth:`absent_keys`.)"""
-        check_particles(self, cfg, ("jeans",), getattr(cfg.initial, "density", 1.0))  # jeans: its rho0
+        cold.check_particles(self, cfg, ("jeans",), getattr(cfg.initial, "density", 1.0))  # jeans: its rho0
 
     def absent_keys(self) -> dict[str, tuple[str, str]]:
         """Without the wave (f = 0) the wave's own keys, ``hbar_over_m`` and ``self_interaction``
         (:func:`simulator.equations.cold.absent_wave_keys`)."""
-        return absent_wave_keys(self, ("hbar_over_m", "self_interaction"))
+        return cold.absent_wave_keys(self, ("hbar_over_m", "self_interaction"))
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The quantum Jeans length at the box's mean density and the de Broglie length
         (:mod:`simulator.equations.scales`); none without the wave (they are the wave's)."""
-        if not has_wave(self):
+        if not cold.has_wave(self):
             return {}
         mean_density = diagnostics["mass"] / math.prod(box)
         k_j = scales.jeans_wavenumber(4 * math.pi * self.G * mean_density, self.hbar_over_m)
@@ -143,26 +115,17 @@ class RandomDensity(InitialCondition):
     seed: int = random_seed("random seed (0 to 2^32 - 1)")
 
 
-INFO = EquationInfo(
-    name="schrodinger_poisson",
+INFO = cold.info(
+    SchrodingerPoissonParams, (Jeans, Soliton, RandomDensity), "SchrodingerPoisson",
     summary="Schrodinger-Poisson (fuzzy dark matter) in a static periodic box, kick-drift-kick",
-    params=SchrodingerPoissonParams,
-    initials=(Jeans, Soliton, RandomDensity),
-    protocol=SPLIT_STEP,
-    default_integrator="kdk",
-    implementation="simulator.equations.schrodinger_poisson.equation:SchrodingerPoisson",
-    fields={
-        "density": FieldInfo(0, "mass density |psi|^2", r"\rho", "inferno", log=True),
-        "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
-        "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
-        "potential": FieldInfo(0, "gravitational potential V", r"\Phi", "RdBu_r"),
-        "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
-        "cdm_density": FieldInfo(0, "the cold particles' mass density, assigned by the window (runs with particles)",
-                                 r"\rho_{\rm CDM}", "inferno", log=True),
-        "total_density": FieldInfo(0, "wave plus particles' mass density (mixed runs)", r"\rho_{\rm tot}", "inferno",
-                                   log=True),
-    },
-    state_fields=("psi",),
+    fields=cold.fields(
+        density=FieldInfo(0, "mass density |psi|^2", r"\rho", "inferno", log=True),
+        potential=FieldInfo(0, "gravitational potential V", r"\Phi", "RdBu_r"),
+        cdm_density=FieldInfo(0, "the cold particles' mass density, assigned by the window (runs with particles)",
+                              r"\rho_{\rm CDM}", "inferno", log=True),
+        total_density=FieldInfo(0, "wave plus particles' mass density (mixed runs)", r"\rho_{\rm tot}", "inferno",
+                                log=True),
+    ),
     diagnostics={
         "mass": "total mass int rho dV (wave and particles)",
         "kinetic": "kinetic energy (nu^2/2) int |grad psi|^2 dV, plus sum m p^2 / 2 of the particles",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, final
+from typing import Any, NamedTuple, final
 
 import jax
 import jax.numpy as jnp
@@ -46,10 +46,10 @@ from simulator.equations.cold import mesh
 from simulator.equations.cold.species import ColdSpecies
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
-from simulator.equations.phase import psi_from_snapshot, rotate
-from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
+from simulator.equations.phase import WaveEquation, rotate
+from simulator.equations.schrodinger_poisson import INFO
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
-from simulator.fft import FFTBackend, complex_dtype
+from simulator.fft import complex_dtype
 from simulator.observables import spectra
 
 
@@ -61,37 +61,14 @@ class SPState(NamedTuple):
 
 
 @final
-class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
-    """Kick and drift operators, the potential, diagnostics and spectra on one FFT backend.
-
-    Leaves: complex- and real-transform wavenumbers, the per-axis masks that drop every Nyquist plane
-    of the density, the Parseval weights (broadcasting 1D vectors, sharded like the spectra; their 3D
-    combinations are formed inside the kernels that use them, never stored).
-    """
+class SchrodingerPoisson(WaveEquation, ColdSpecies, SplitStepEquation):
+    """Kick and drift operators, the potential, diagnostics and spectra on one FFT backend (leaves: the wave's,
+    :class:`~simulator.equations.phase.WaveEquation`)."""
 
     info = INFO
-    snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
     stored_mass = True  # without the wave no parameter sets the particle mass: the state holds it
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight")
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any,
-                 physics: SchrodingerPoissonParams | None = None):
-        super().__init__(fft, box, dtype, SchrodingerPoissonParams() if physics is None else physics)
-        self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
-        self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
-        modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
-        self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
-        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
-
-    @property
-    def cell_volume(self) -> float:
-        return math.prod(self.spacing)
 
     # ---- operators -----------------------------------------------------------------------------------
-
-    def nyquist_free(self, f_hat: jax.Array) -> jax.Array:
-        """A real-transform spectrum with every Nyquist plane zeroed."""
-        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
 
     def potential(self, psi: jax.Array, params: Params) -> jax.Array:
         """V from lap(V) = 4 pi G (|psi|^2 - mean), real space."""
@@ -155,9 +132,6 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         if self.cold:  # (Np, 3) in lattice order, sharded by rows: laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return SPState(psi, self.potential(psi, params))
-
-    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        return psi_from_snapshot(fields)
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi; in a mixed

@@ -25,20 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import flow
+from simulator.equations.flow import planar
 from simulator.equations.flow.planar import KMAX_ETA, PlanarParams
-from simulator.equations.spec import (
-    Bound,
-    Budget,
-    Curve,
-    EquationInfo,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.spec import Bound, Budget, Curve, FieldInfo, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
-from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
@@ -127,19 +119,13 @@ class RandomUnbalanced(InitialCondition):
     seed: int = random_seed("random seed (0 to 2^32 - 3)", max=2**32 - 3)
 
 
-INFO = EquationInfo(
-    name="sw1l",
+INFO = flow.info(
+    SW1LParams, (Bump, Vortex, RandomBalanced, RandomUnbalanced), "SW1L",
     summary="rotating shallow water in a plane, one layer (FluidSim's sw1l): velocity and surface displacement, "
             "gravity waves, Coriolis, viscosity, hyperviscosity, friction, Kolmogorov forcing",
-    params=SW1LParams,
-    initials=(Bump, Vortex, RandomBalanced, RandomUnbalanced),
-    protocol=SEMILINEAR,
-    default_integrator="rk4",
-    implementation="simulator.equations.sw1l.equation:SW1L",
     dimensions=2,
     fields={
-        "velocity": FieldInfo(3, "velocity (u, v, 0): the plane's, with the zero component normal to it, so that a "
-                                 "vector reads as one in ParaView and xarray (3, 1, Nx, Ny)", r"|u|"),
+        "velocity": planar.velocity(),
         "height": FieldInfo(0, "surface displacement eta, in units of the mean depth H: the depth is H (1 + eta) "
                                "(1, Nx, Ny)", r"\eta", cmap="RdBu_r"),
         "vorticity": FieldInfo(0, "vorticity zeta = dv/dx - du/dy (1, Nx, Ny)", r"\zeta", cmap="RdBu_r",
@@ -151,9 +137,8 @@ INFO = EquationInfo(
     },
     state_fields=("velocity", "height"),
     diagnostics={
-        "kinetic_energy": "kinetic energy E_K = <(1 + eta) |u|^2>/2",
-        "potential_energy": "potential energy E_P = c^2 <eta^2>/2",
-        "total_energy": "E_K + E_P (conserved without viscosity, friction and forcing)",
+        **flow.energies("potential_energy", "E_P", "c^2 <eta^2>/2", "viscosity, friction and forcing",
+                        kinetic="<(1 + eta) |u|^2>/2"),
         "potential_enstrophy": "potential enstrophy <(1 + eta) (q - f)^2>/2 = <(zeta - f eta)^2/(1 + eta)>/2 "
                                "(conserved without viscosity, friction and forcing)",
         "divergent_share": "the divergence's share of the kinetic energy: <|u_d|^2>/<|u|^2>, u_d the irrotational "
@@ -187,8 +172,7 @@ INFO = EquationInfo(
     },
     plot=PlotSpec(
         panels=(
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"), Curve("potential_energy", r"$E_P$"),
-                             Curve("total_energy", r"$E_K + E_P$"))),
+            flow.energy_panel("potential_energy", "E_P"),
             Panel("enstrophy", (Curve("potential_enstrophy", r"$\langle h (q - f)^2\rangle/2$"),)),
             Panel("numbers", (Curve("rossby", "Ro"), Curve("froude", "Fr"),
                               Curve("divergent_share", "divergent share"))),
