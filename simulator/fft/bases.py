@@ -28,7 +28,6 @@ Bases are static structure (part of a compiled program's key), as in Dedalus (``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,6 +53,28 @@ class Fourier:
         """The grid points along the axis, ``(size,)``."""
         return np.arange(self.size) * (self.length / self.size)
 
+    def modes(self) -> np.ndarray:
+        """The signed mode numbers of the full axis in NumPy's ``fftfreq`` order, ``(size,)`` float64 (a
+        real-to-complex layout holds a part of them: :meth:`simulator.fft.base.FFTBackend.mode_numbers`)."""
+        return np.fft.fftfreq(self.size, 1.0 / self.size)
+
+    def wavenumbers(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """``2 pi m / L`` of the mode numbers ``modes`` (default :meth:`modes`), their shape."""
+        return (self.modes() if modes is None else modes) * (2.0 * np.pi / float(self.length))
+
+    def keep(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """The 2/3 rule per mode of ``modes`` (default :meth:`modes`): ``|m| < N/3``, bool, their shape."""
+        return np.abs(self.modes() if modes is None else modes) < self.size / 3
+
+    def parseval_weights(self, modes: np.ndarray, half: bool) -> np.ndarray:
+        """Parseval's weights of the entries ``modes``: on the half axis of a real-to-complex spectrum (``half``)
+        2 (a mode and its conjugate) except 1 at ``m = 0``; 1 on a full axis; ``modes``' shape."""
+        if not half:
+            return np.ones(np.shape(modes))
+        w = np.full(np.shape(modes), 2.0)
+        w[np.asarray(modes) == 0] = 1.0
+        return w
+
 
 @dataclass(frozen=True)
 class SinCos:
@@ -68,9 +89,18 @@ class SinCos:
         """The grid points ``(j + 1/2) H / N``, ``(size,)``: the plates are at 0 and ``length``."""
         return (np.arange(self.size) + 0.5) * (self.length / self.size)
 
-    def wavenumbers(self) -> np.ndarray:
-        """``k_z = n pi / H`` of the spectral entries ``n = 0 .. size - 1``, ``(size,)``."""
-        return np.arange(self.size) * (math.pi / self.length)
+    def modes(self) -> np.ndarray:
+        """The mode numbers ``n = 0 .. size - 1`` of the spectral entries (both parities), ``(size,)``."""
+        return np.arange(self.size)
+
+    def wavenumbers(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """``k_z = n pi / H`` of the spectral entries ``modes`` (default :meth:`modes`), their shape."""
+        return (self.modes() if modes is None else modes) * np.pi / float(self.length)
+
+    def keep(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """The 2/3 rule per entry of ``modes`` (default :meth:`modes`): ``n < 2N/3``, the rule of the series'
+        2N-point periodic extension; bool, their shape."""
+        return (self.modes() if modes is None else modes) < 2 * self.size / 3
 
     def parseval_weights(self) -> np.ndarray:
         """Weights ``w_n`` with ``mean(f**2) = sum_n w_n |c_n|**2 / N**2`` for the coefficients ``c_n`` of the
@@ -94,6 +124,15 @@ class Chebyshev:
         """The Gauss-Lobatto points ``H (1 - cos(pi j / (N - 1))) / 2``, ascending from 0 to ``length``,
         ``(size,)``."""
         return 0.5 * self.length * (1.0 - np.cos(np.pi * np.arange(self.size) / (self.size - 1)))
+
+    def modes(self) -> np.ndarray:
+        """The degrees ``k = 0 .. size - 1`` of the Chebyshev coefficients, ``(size,)``. A derivative is not diagonal
+        in them (no wavenumbers: :func:`simulator.walls.chebyshev.derivative`)."""
+        return np.arange(self.size)
+
+    def keep(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """The 2/3 rule per coefficient of ``modes`` (default :meth:`modes`): degree ``< 2N/3``; bool, their shape."""
+        return (self.modes() if modes is None else modes) < 2 * self.size / 3
 
 
 Basis = Fourier | SinCos | Chebyshev
