@@ -35,6 +35,7 @@ def test_a_runs_backend_builds_the_domain_of_its_grid(devices, path, overrides, 
             None: np.arange(n) * h / n}[bounded]
     assert np.allclose(bases[2].points(), want, rtol=0, atol=1e-15)
     assert sim.fft.domain(list(grid.lengths)) is bases  # built once per box
+    assert grid.domain() == bases  # what the outputs and the planner ask of the grid, without JAX, is the same
 
 
 @pytest.mark.parametrize("path, overrides, bounded", [RUNS[0], RUNS[2]], ids=["sincos", "periodic"])
