@@ -291,9 +291,10 @@ def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Seq
     _check_every_process_holds(mesh, cfg)
     compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.cells,
                                    tuple(mesh.devices.shape))
-    fft = backend(cfg.grid.cells, mesh, compact=compact and (compact_at_least or True), walls=cfg.grid.walls.on)
-    fft.layout_reason = ({"sincos": "the plates' sine and cosine series", "chebyshev": "the plates' Chebyshev series"}[
-        cfg.grid.walls.series] if cfg.grid.walls.on else why)
+    fft = backend(cfg.grid.cells, mesh, compact=compact and (compact_at_least or True), walls=cfg.grid.walls.on,
+                  basis=cfg.grid.walls.bounded)
+    fft.layout_reason = {None: why, "sincos": "the plates' sine and cosine series",
+                         "chebyshev": "the plates' Chebyshev series"}[cfg.grid.walls.bounded]
     fft.step_in_turn = cfg.fft.in_turn is True  # auto: all at once unless the memory check chose true
     return fft
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.fft import plane
+from simulator.fft import bases, plane
 from simulator.schema import section, setting
 
 TWO_PI = 2.0 * math.pi
@@ -85,6 +85,11 @@ class WallsConfig:
             return self.basis
         return "chebyshev" if "no-slip" in self.velocity else "sincos"
 
+    @property
+    def bounded(self) -> str | None:
+        """The basis across the plates (:attr:`series`), None on a periodic grid: what the domain's last axis is."""
+        return self.series if self.on else None
+
     def parity(self) -> str:
         """The temperature's parity in the free-slip basis: ``odd`` (sine) or ``even`` (cosine)."""
         return SCALAR_WALLS[self.temperature[0]]
@@ -136,6 +141,11 @@ class GridConfig:
     def lengths(self) -> tuple[float, float, float]:
         """The lengths of :attr:`cells`."""
         return plane.lengths(self.shape, self.box)
+
+    def domain(self) -> tuple[bases.Basis, bases.Basis, bases.Basis]:
+        """The bases of :attr:`cells` (no JAX): Fourier along the periodic axes, the basis across the plates last
+        (:func:`simulator.fft.bases.domain`); the run's backend builds the same (``fft.domain``)."""
+        return bases.domain(self.cells, self.lengths, self.walls.bounded)
 
 
 def plane_backends() -> tuple[str, ...]:

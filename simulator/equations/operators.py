@@ -89,6 +89,11 @@ _FACTORS = {"two_thirds": lambda m, n, _: two_thirds(m, n), "hou_li": lambda m, 
             "phase_shift_cubic": lambda m, n, _: two_thirds(m, n), "phase_shift_spherical": scaled_square}
 
 
+#: the schemes whose factor per axis is the domain's own 2/3 rule
+#: (:meth:`simulator.fft.domain.DomainSpectra.domain_keep`)
+_DOMAIN_RULE = ("two_thirds", "phase_shift_cubic")
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
 def _keep(modes: tuple[jax.Array, ...], shape: tuple[int, ...], dealiasing: str, dtype: Any) -> tuple[jax.Array, ...]:
     """The dealiasing scheme's factor per axis of the sharded mode numbers ``modes``: one program (op by op,
@@ -97,8 +102,55 @@ def _keep(modes: tuple[jax.Array, ...], shape: tuple[int, ...], dealiasing: str,
 
 
 @jax.tree_util.register_pytree_node_class
-class SpectralOperators:
-    """The operators on real-to-complex spectra of one backend and box (see the module docstring).
+class DomainOperators:
+    """The operators of one backend's domain (:mod:`simulator.fft.domain`) over ``box``, periodic or walled: the
+    wavenumbers ``k`` of each axis's basis, its 2/3 rule ``keep`` (three 0/1 vectors) and Parseval's ``weight``, in
+    the backend's spectral layout, as (sharded) leaves; the backend, box and dtype static. The bases give every
+    number (no kind of wall is asked here): a periodic box's spectra are real-to-complex ones, a walled box's hold
+    the full spectrum along the plates and the sine or cosine entries across them."""
+
+    _LEAVES: tuple[str, ...] = ("k", "keep", "weight")
+    _STATIC: tuple[str, ...] = ("fft", "box", "dtype")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
+        self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
+        self.k = tuple(fft.domain_wavenumbers(self.box, self.dtype))
+        self.keep = fft.domain_keep(self.box, self.dtype)
+        self.weight = fft.domain_weight(self.box, self.dtype)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
+
+    @classmethod
+    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> Any:
+        obj = object.__new__(cls)
+        for name, value in (*zip(cls._STATIC, static, strict=True), *zip(cls._LEAVES, leaves, strict=True)):
+            setattr(obj, name, value)
+        return obj
+
+    @property
+    def dealias(self) -> jax.Array:
+        """What the nonlinear terms are multiplied by: 1 on the modes the 2/3 rule of every axis keeps, else 0."""
+        return self.keep[0] * self.keep[1] * self.keep[2]
+
+    @property
+    def k2(self) -> jax.Array:
+        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
+
+    @property
+    def inv_k2(self) -> jax.Array:
+        """1/k^2, and 0 at k = 0 (the mean is left alone: by the projection, by a Poisson solve)."""
+        return inverse_k2(self.k)
+
+    def mean(self, density: jax.Array) -> jax.Array:
+        """Mean over the domain of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
+        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
+
+
+@jax.tree_util.register_pytree_node_class
+class SpectralOperators(DomainOperators):
+    """The operators on real-to-complex spectra of one backend and box (see the module docstring): the domain's
+    (:class:`DomainOperators`), the dealiasing schemes of a periodic box and what a flow composes of them.
 
     A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves, and ``theta`` (replicated,
     ``(3,)``) when a phase shift is set; the backend, box, dtype, dealiasing and the forcing are static
@@ -111,27 +163,16 @@ class SpectralOperators:
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: Any = None,
                  dealiasing: str = "two_thirds"):
-        self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
+        super().__init__(fft, box, dtype)
         self.forcer, self.dealiasing = forcing, dealiasing
-        self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
-        self.keep = _keep(self.modes, tuple(fft.shape), dealiasing, self.dtype)
+        if dealiasing not in _DOMAIN_RULE:  # the filter's or the sphere's factors, of the mode numbers
+            self.keep = _keep(self.modes, tuple(fft.shape), dealiasing, self.dtype)
         self.theta: jax.Array | None = None  # no phase shift until :meth:`shifted` sets one
-        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.devices = fft.devices
         #: stack spectra by selection (:mod:`.assembly`): a velocity spectrum on one device is past the limit
         self.select = assembly.is_large(3 * math.prod(fft.spectral_shape(real=True)) / self.devices,
                                         complex_dtype(self.dtype))
-
-    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
-
-    @classmethod
-    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> SpectralOperators:
-        obj = object.__new__(cls)
-        for name, value in (*zip(cls._STATIC, static, strict=True), *zip(cls._LEAVES, leaves, strict=True)):
-            setattr(obj, name, value)
-        return obj
 
     @property
     def dealias(self) -> jax.Array:
@@ -167,15 +208,6 @@ class SpectralOperators:
             f_hat = f_hat * computed_once(jnp.exp((1j * sign) * (m * self.theta[i]).astype(self.dtype)))
         return f_hat
 
-    @property
-    def k2(self) -> jax.Array:
-        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
-
-    @property
-    def inv_k2(self) -> jax.Array:
-        """1/k^2, and 0 at k = 0 (the mean flow is left alone by the projection)."""
-        return inverse_k2(self.k)
-
     def project(self, f_hat: jax.Array) -> jax.Array:
         """Leray projection onto divergence-free fields: f - k (k.f) / k^2 (k = 0 left unchanged)."""
         kx, ky, kz = self.k
@@ -192,10 +224,6 @@ class SpectralOperators:
     def concatenate(self, blocks: Sequence[jax.Array]) -> jax.Array:
         """``jnp.concatenate`` of spectra along the component axis (:mod:`.assembly`)."""
         return assembly.concatenate(blocks, self.select, self.devices)
-
-    def mean(self, density: jax.Array) -> jax.Array:
-        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
-        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
 
     def forcing(self, u_hat: jax.Array, params: dict[str, jax.Array]) -> jax.Array | None:
         """The forcing of ``u_hat`` the flow's equation injected (:mod:`.flow.forcing`: constant power at the

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from simulator.equations import resolution, wall_scalar_terms
 from simulator.equations.base import Params
-from simulator.equations.operators import inverse_k2
+from simulator.equations.operators import DomainOperators
 from simulator.fft import FFTBackend
 
 
@@ -44,41 +44,12 @@ def without_nyquist(hat: jax.Array, ks: Sequence[jax.Array], periodic: Sequence[
 
 
 @jax.tree_util.register_pytree_node_class
-class WalledOperators:
-    """Wavenumbers ``k = (k_x, k_y, k_z)`` of walled spectra (:meth:`~simulator.fft.walls.WalledTransforms.
-    wall_wavenumbers`: ``2 pi m / L`` along the periodic axes, ``n pi / H`` across the plates), their Parseval weights
-    and the 2/3 rule's mask (|m| < N/3 along a periodic axis, n < 2 Nz/3 across the plates: the rule of the
-    series' 2 Nz-point periodic extension); sharded leaves, the backend static."""
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
-        self.fft = fft
-        self.k = tuple(fft.wall_wavenumbers(tuple(box), dtype))
-        self.weight = fft.wall_parseval_weight(dtype)
-        keep = [jnp.abs(self.k[a] * (box[a] / (2 * jnp.pi))) < fft.shape[a] / 3 for a in range(2)]
-        keep.append(self.k[2] * (box[2] / jnp.pi) < 2 * fft.shape[2] / 3)
-        self.dealias = (keep[0] & keep[1] & keep[2]).astype(dtype)
-
-    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return (self.k, self.weight, self.dealias), (self.fft,)
-
-    @classmethod
-    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> WalledOperators:
-        obj = object.__new__(cls)
-        obj.fft, (obj.k, obj.weight, obj.dealias) = static[0], leaves
-        return obj
-
-    @property
-    def k2(self) -> jax.Array:
-        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
-
-    @property
-    def inv_k2(self) -> jax.Array:
-        """1/k^2, 0 at k = 0."""
-        return inverse_k2(self.k)
-
-    def mean(self, density: jax.Array) -> jax.Array:
-        """Mean over the domain of a quantity given as a per-mode density (Parseval-weighted sum / N^2)."""
-        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
+class WalledOperators(DomainOperators):
+    """The domain's operators (:class:`~simulator.equations.operators.DomainOperators`) of walled spectra between
+    free-slip plates: wavenumbers ``k = (k_x, k_y, k_z)`` (``2 pi m / L`` of the Fourier bases along the plates,
+    ``n pi / H`` of the sine and cosine series across them), their Parseval weights and the 2/3 rule's mask
+    (|m| < N/3 along a periodic axis, n < 2 Nz/3 across the plates: the rule of the series' 2 Nz-point periodic
+    extension), each the basis's own; and the horizontal mean's entries."""
 
     def horizontal(self) -> jax.Array:
         """1 on the entries uniform along the plates (k_x = k_y = 0), else 0."""

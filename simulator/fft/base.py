@@ -39,6 +39,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from simulator.errors import ConfigError
 from simulator.fft import linear, plane
+from simulator.fft.bases import Fourier
+from simulator.fft.domain import DomainSpectra
 from simulator.fft.layouts import Layout, Shape3, Spec3
 from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
@@ -70,7 +72,7 @@ def real_dtype(dtype: jnp.dtype) -> jnp.dtype:
     return jnp.finfo(dtype).dtype
 
 
-class FFTBackend(Layout, WalledTransforms, abc.ABC):
+class FFTBackend(Layout, WalledTransforms, DomainSpectra, abc.ABC):
     """A distributed 3D FFT over a fixed global grid and device mesh.
 
     Concrete backends are final; each inherits its layout rules (mesh, shardings, k-space axis order:
@@ -86,11 +88,12 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
     step_in_turn = False
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
-                 fft_threads: int | None = None, compact: bool | Sequence[int] = False, walls: bool = False):
+                 fft_threads: int | None = None, compact: bool | Sequence[int] = False, walls: bool = False,
+                 basis: str | None = None):
         """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads`` choose the
-        per-device transforms (:mod:`simulator.fft.local`); ``compact`` the real-to-complex layout of the 2/3 rule's
-        modes only (module conventions), sizes given instead of True held at the least
-        (:meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``walls`` plates across the last axis (:attr:`walls`)."""
+        per-device transforms (:mod:`simulator.fft.local`); ``compact`` the 2/3 rule's modes only (module conventions),
+        at least the sizes given for True (:meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``walls`` plates across
+        the last axis (:attr:`walls`), of the bounded ``basis`` (:attr:`simulator.fft.domain.DomainSpectra.basis`)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
@@ -114,7 +117,7 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
             self.local: LocalFFT = resolve_local_fft(local_fft, here, fft_threads, platform=platform)
         else:
             self.local = LocalFFT("xla", f"{self.name} runs its own transforms, inside its package")
-        self.walls = walls
+        self.walls, self.basis = walls, basis
 
     # ---- shardings ---------------------------------------------------------------------------
 
@@ -296,12 +299,11 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
 
         Each is a 3D array of ones except along its own spectral axis, so ``kx * u_hat`` broadcasts
         against a spectral array (with any leading batch axes) and stays sharded like it.
-        ``real`` selects the layout of :meth:`rfft` (half spectrum in z) or of :meth:`fft`.
+        ``real`` selects the layout of :meth:`rfft` (half spectrum in z) or of :meth:`fft`; the numbers are the
+        Fourier bases' (:meth:`~simulator.fft.bases.Fourier.wavenumbers`).
         """
-        out = []
-        for real_axis in range(3):
-            m = self.mode_numbers(real_axis, real) * (2.0 * np.pi / float(box[real_axis]))
-            out.append(self._broadcast_vector(m, self.perm.index(real_axis), dtype))
+        out = [self._broadcast_vector(Fourier(n, box[a]).wavenumbers(self.mode_numbers(a, real)), self.perm.index(a),
+                                      dtype) for a, n in enumerate(self.shape)]
         return out[0], out[1], out[2]
 
     def coordinates(self, box: Sequence[float], dtype: jnp.dtype = jnp.float32) -> tuple[jax.Array, ...]:
@@ -321,11 +323,9 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
         For a half spectrum every kz > 0 plane stands for itself and its conjugate (w = 2), kz = 0
         for itself alone (w = 1); for a full spectrum w = 1.
         """
-        if real and self.has_real_transform:
-            w = np.full(self.mode_numbers(2, real).size, 2.0)
-            w[0] = 1.0
-            return self._broadcast_vector(w, self.perm.index(2), dtype)
-        return self._broadcast_vector(np.ones(1), 0, dtype)
+        half = real and self.has_real_transform  # the Fourier basis's weights of the half axis, else ones
+        w = Fourier(self.shape[2], 1.0).parseval_weights(self.mode_numbers(2, real), True) if half else np.ones(1)
+        return self._broadcast_vector(w, self.perm.index(2) if half else 0, dtype)
 
     def evaluate_at(self, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequence[jax.Array],
                     weight: jax.Array, method: str = "direct", box: Sequence[float] | None = None) -> jax.Array:

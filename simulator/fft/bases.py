@@ -28,7 +28,6 @@ Bases are static structure (part of a compiled program's key), as in Dedalus (``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,34 +42,77 @@ SERIES = (*PARITIES, CHEBYSHEV)
 
 
 @dataclass(frozen=True)
-class Fourier:
-    """A periodic axis of ``size`` points over ``length``: points ``i L / N``, wavenumbers ``2 pi m / L``."""
+class Axis:
+    """What every basis of an axis is: ``size`` points over ``length``, its mode numbers ``0 .. size - 1`` and its
+    2/3 rule; and what the code asks of it besides its numbers (class attributes)."""
 
     size: int
     length: float
+    #: whether the axis lies between plates
+    bounded = True
+    #: whether the points are ``i L / N`` (a uniform grid from 0: no coordinates needed to place them)
+    regular = False
+    #: whether the points include both ends of the axis (a Chebyshev transform's real FFT is of ``2 (N - 1)`` points)
+    endpoints = False
+    #: ``(p, q)``: the 2/3 rule keeps the modes of ``|m| < p N / q`` (:meth:`keep`)
+    kept = (2, 3)
+
+    def modes(self) -> np.ndarray:
+        """The mode numbers of the spectral entries, ``0 .. size - 1``, ``(size,)``."""
+        return np.arange(self.size)
+
+    def keep(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """The 2/3 rule per mode of ``modes`` (default :meth:`modes`): ``|m| < p N / q`` of :attr:`kept`, in integers
+        (exact at the cutoff); bool, their shape."""
+        p, q = self.kept
+        return q * np.abs(self.modes() if modes is None else np.asarray(modes)) < p * self.size
+
+
+@dataclass(frozen=True)
+class Fourier(Axis):
+    """A periodic axis of ``size`` points over ``length``: points ``i L / N``, wavenumbers ``2 pi m / L``; its 2/3 rule
+    keeps ``|m| < N/3``."""
+
     bounded = False
+    regular = True
+    kept = (1, 3)
 
     def points(self) -> np.ndarray:
         """The grid points along the axis, ``(size,)``."""
         return np.arange(self.size) * (self.length / self.size)
 
+    def modes(self) -> np.ndarray:
+        """The signed mode numbers of the full axis in NumPy's ``fftfreq`` order, ``(size,)`` float64 (a
+        real-to-complex layout holds a part of them: :meth:`simulator.fft.base.FFTBackend.mode_numbers`)."""
+        return np.fft.fftfreq(self.size, 1.0 / self.size)
+
+    def wavenumbers(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """``2 pi m / L`` of the mode numbers ``modes`` (default :meth:`modes`), their shape."""
+        return (self.modes() if modes is None else modes) * (2.0 * np.pi / float(self.length))
+
+    def parseval_weights(self, modes: np.ndarray, half: bool) -> np.ndarray:
+        """Parseval's weights of the entries ``modes``: on the half axis of a real-to-complex spectrum (``half``)
+        2 (a mode and its conjugate) except 1 at ``m = 0``; 1 on a full axis; ``modes``' shape."""
+        if not half:
+            return np.ones(np.shape(modes))
+        w = np.full(np.shape(modes), 2.0)
+        w[np.asarray(modes) == 0] = 1.0
+        return w
+
 
 @dataclass(frozen=True)
-class SinCos:
+class SinCos(Axis):
     """A bounded axis between free-slip plates at ``0`` and ``length``: ``size`` points at the cell centres,
-    mode numbers ``0 .. size - 1`` of both parities (module docstring)."""
-
-    size: int
-    length: float
-    bounded = True
+    mode numbers ``0 .. size - 1`` of both parities (module docstring); its 2/3 rule keeps ``n < 2N/3``, the rule of
+    the series' 2N-point periodic extension."""
 
     def points(self) -> np.ndarray:
         """The grid points ``(j + 1/2) H / N``, ``(size,)``: the plates are at 0 and ``length``."""
         return (np.arange(self.size) + 0.5) * (self.length / self.size)
 
-    def wavenumbers(self) -> np.ndarray:
-        """``k_z = n pi / H`` of the spectral entries ``n = 0 .. size - 1``, ``(size,)``."""
-        return np.arange(self.size) * (math.pi / self.length)
+    def wavenumbers(self, modes: np.ndarray | None = None) -> np.ndarray:
+        """``k_z = n pi / H`` of the spectral entries ``modes`` (default :meth:`modes`), their shape."""
+        return (self.modes() if modes is None else modes) * np.pi / float(self.length)
 
     def parseval_weights(self) -> np.ndarray:
         """Weights ``w_n`` with ``mean(f**2) = sum_n w_n |c_n|**2 / N**2`` for the coefficients ``c_n`` of the
@@ -82,13 +124,13 @@ class SinCos:
 
 
 @dataclass(frozen=True)
-class Chebyshev:
+class Chebyshev(Axis):
     """A bounded axis between plates at ``0`` and ``length`` (no-slip, or any fixed value or flux): ``size``
-    Gauss-Lobatto points, both plates among them, and the Chebyshev coefficients ``k = 0 .. size - 1``."""
+    Gauss-Lobatto points, both plates among them, and the Chebyshev coefficients ``k = 0 .. size - 1`` (its
+    :meth:`modes`, the degrees; its 2/3 rule keeps degrees below 2N/3). A derivative is not diagonal in them: no
+    wavenumbers (:func:`simulator.walls.chebyshev.derivative`)."""
 
-    size: int
-    length: float
-    bounded = True
+    endpoints = True
 
     def points(self) -> np.ndarray:
         """The Gauss-Lobatto points ``H (1 - cos(pi j / (N - 1))) / 2``, ascending from 0 to ``length``,

@@ -118,9 +118,9 @@ class PencilFFT(PencilLayout, FFTBackend):
     (kx/p0, ky/p1, n), as real space (module docstring)."""
 
     def __init__(self, shape, mesh, local_fft: str | None = None, fft_threads: int | None = None,
-                 compact: bool | tuple[int, ...] = False, walls: bool = False):
+                 compact: bool | tuple[int, ...] = False, walls: bool = False, basis: str | None = None):
         self._maps: dict[tuple[str, bool | str, int], Callable[[jax.Array], jax.Array]] = {}
-        super().__init__(shape, mesh, local_fft, fft_threads, compact, walls)  # sets walls (its setter checks)
+        super().__init__(shape, mesh, local_fft, fft_threads, compact, walls, basis)  # sets walls (its setter checks)
 
     @property
     def walls(self) -> bool:  # type: ignore[override]

@@ -44,7 +44,7 @@ def on_grid(target: FFTBackend, shape: Sequence[int]) -> FFTBackend | None:
     ``shape`` does not decompose over that mesh, a slab over as many of its devices as the shape allows
     (in a single process; None in several, where every process must hold a part of the mesh)."""
     try:
-        return type(target)(shape, target.mesh, walls=target.walls)
+        return type(target)(shape, target.mesh, walls=target.walls, basis=target.basis)
     except ConfigError:
         pass
     from simulator.fft.slab import SlabFFT
@@ -54,7 +54,8 @@ def on_grid(target: FFTBackend, shape: Sequence[int]) -> FFTBackend | None:
         return None
     for count in range(len(devices), 0, -1):
         try:
-            return SlabFFT(shape, build_mesh(SlabFFT, None, devices[:count]), walls=target.walls)
+            return SlabFFT(shape, build_mesh(SlabFFT, None, devices[:count]), walls=target.walls,
+                           basis=target.basis)
         except ConfigError:
             continue
     return None

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.fft import bases
 from simulator.fft.bases import CHEBYSHEV, SERIES, fft_friendly
 from simulator.fft.local import LocalFFT
 
@@ -213,19 +214,14 @@ class WalledTransforms:
 
     def wall_wavenumbers(self, box: tuple[float, float, float], dtype: jnp.dtype = jnp.float32
                          ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """``(kx, ky, kz)`` of a walled spectrum, broadcasting against it and sharded like it: ``2 pi m / L``
-        along x and y, ``n pi / H`` along z (``H = box[2]``)."""
-        out = []
-        for axis in range(3):
-            n = self.shape[axis]
-            k = np.arange(n) * np.pi / float(box[2]) if axis == 2 else np.fft.fftfreq(n, 1.0 / n) * (
-                2.0 * np.pi / float(box[axis]))
-            out.append(self._broadcast_vector(k, axis, dtype))
-        return out[0], out[1], out[2]
+        """``(kx, ky, kz)`` of a walled spectrum, broadcasting against it and sharded like it: the Fourier bases'
+        ``2 pi m / L`` along x and y, the sine and cosine series' ``n pi / H`` along z (``H = box[2]``), whichever
+        basis the run has (the periodic directions' wavenumbers of a Chebyshev run)."""
+        sincos = bases.domain(self.shape, box, "sincos")
+        return tuple(self._broadcast_vector(b.wavenumbers(b.modes()), a, dtype)  # type: ignore[return-value]
+                     for a, b in enumerate(sincos))
 
     def wall_parseval_weight(self, dtype: jnp.dtype = jnp.float32) -> jax.Array:
         """Weights ``w`` with ``sum(w |u_hat|**2) / N**2 == mean(u**2)`` for a walled spectrum (either parity):
         1/4 on ``n = 0``, 1/2 elsewhere (:meth:`simulator.fft.bases.SinCos.parseval_weights`)."""
-        from simulator.fft.bases import SinCos
-
-        return self._broadcast_vector(SinCos(self.shape[2], 1.0).parseval_weights(), 2, dtype)
+        return self._broadcast_vector(bases.SinCos(self.shape[2], 1.0).parseval_weights(), 2, dtype)

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import reading
-from simulator.fft.bases import BOUNDED, Fourier
+from simulator.fft.bases import domain
 from simulator.fft.plane import FILE_ORDER, axis_names, holds_plane, stored_lengths, stored_names
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
@@ -154,9 +154,8 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
         if name not in stacked and field.shape not in (grid, (3, *grid)):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
                              f"or {[3, *grid]}")
-    points = [Fourier(n, length).points() for n, length in zip(grid, box, strict=True)]
-    if bounded:
-        points[2] = BOUNDED[bounded](grid[2], box[2]).points()
+    axis_bases = domain(grid, box, bounded)  # each axis's basis gives its points
+    points = [basis.points() for basis in axis_bases]
     coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, values in zip(axes, points, strict=True) if axis in along}  # a plane's cell has none
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
@@ -182,8 +181,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
         # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z (a plane's x, y, then its
         # one point deep at 0)
         rectilinear = [points[i] for i in FILE_ORDER[:2]] + [np.zeros(1)] if plane else points
+        regular = all(basis.regular for basis in axis_bases)  # else each point's coordinate: a rectilinear grid
         grid_xml = snapshot_grid(index.name, shapes, [float(box[i]) for i in FILE_ORDER] if plane else sides, time,
-                                 int(attrs["step"]), stacked, rectilinear if bounded else None, plane)
+                                 int(attrs["step"]), stacked, None if regular else rectilinear, plane)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
@@ -270,7 +270,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     schedule = Schedule.of(cfg.output.section("snapshots"))
     return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
                            cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked],
-                           bounded=cfg.grid.walls.series if cfg.grid.walls.on else None,
+                           bounded=cfg.grid.walls.bounded,
                            descriptions={n: described(info[n].doc) for n in names})]
 
 

@@ -41,7 +41,7 @@ import h5py
 import numpy as np
 
 from simulator.errors import reading
-from simulator.fft.bases import BOUNDED
+from simulator.fft.bases import Basis, domain
 from simulator.fft.plane import axis_names, holds_plane
 from simulator.log import get_logger
 from simulator.output import rows
@@ -70,20 +70,21 @@ class TaskLayout:
 
 
 def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units: Mapping[str, str],
-             field_doc: str, heights: np.ndarray | None = None) -> TaskLayout:
+             field_doc: str, axis_bases: Sequence[Basis] | None = None) -> TaskLayout:
     """The layout of a resolved task on the box ``shape`` (the grid's cells: a plane's ``(1, Nx, Ny)``) of lengths
     ``box``; ``units``: the run's (the clock's); ``field_doc``: what its field is (the equation's declaration);
-    ``heights``: between plates (``grid.walls``), the grid points across them (the box's last axis, z). The axes
+    ``axis_bases``: the grid's bases (:meth:`simulator.config.grid.GridConfig.domain`; default Fourier on every
+    axis), whose points are each axis's coordinates (between plates the heights across them, z). The axes
     are named as the box's (:func:`simulator.fft.plane.axis_names`: a plane's z, x, y, between plates y, x, z); a
     plane's one-cell axis is no dimension of a slice normal to another axis (a line of the plane), nor of a profile
     along it (the plane's mean, one number a row)."""
-    axes = axis_names(shape, walled=heights is not None)
+    axis_bases = axis_bases or domain(shape, box, None)
+    axes = axis_names(shape, walled=axis_bases[2].bounded)
     cell = axes[0] if holds_plane(shape) else ""  # a plane's one cell: no dimension
     flat = cell if task.axis != cell else ""
     dims = (tuple(a for a in axes if a not in (task.axis, flat)) if task.reduce == "slice"
             else (task.axis,) if task.reduce == "profile" and task.axis != cell else ())
-    coords = {a: heights if heights is not None and axes.index(a) == 2 else
-              np.arange(shape[axes.index(a)]) * (float(box[axes.index(a)]) / shape[axes.index(a)]) for a in dims}
+    coords = {a: axis_bases[axes.index(a)].points() for a in dims}
     what = task.field if task.component is None else (
         f"{task.field} {COMPONENT_NAMES.get(task.component, f'[{task.component}]')}")
     attrs: dict[str, Any] = {"field": task.field, "reduce": task.reduce, "units": units_of(task, units),
@@ -92,8 +93,7 @@ def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units
         attrs["component"] = task.component
     if task.reduce == "slice":
         a = axes.index(task.axis)
-        across = heights is not None and a == 2  # across the plates: at its grid point's height
-        position = float(heights[task.index]) if across else task.index * float(box[a]) / shape[a]
+        position = float(axis_bases[a].points()[task.index])  # its grid point's (across plates: its height)
         attrs.update(axis=task.axis, index=task.index, position=position)
         attrs["long_name"] = f"{what} on the {'line' if flat else 'plane'} {task.axis} = {position:.6g} (index " \
                              f"{task.index})"
@@ -260,9 +260,9 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The writers of ``cfg.output.tasks``, one per task (each on its own schedule; those due at one chunk end
     share one evaluation of all of them)."""
     units = cfg.physics.clock().units()
-    walls, cells = cfg.grid.walls, cfg.grid.cells
-    heights = BOUNDED[walls.series](cells[2], cfg.grid.lengths[2]).points() if walls.on else None
-    layouts = [describe(entry, cells, cfg.grid.lengths, units, sim.equation.field_info[entry.field].doc, heights)
+    cells = cfg.grid.cells
+    layouts = [describe(entry, cells, cfg.grid.lengths, units, sim.equation.field_info[entry.field].doc,
+                        cfg.grid.domain())
                for entry in cfg.output.section("tasks")]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
                                "box": [float(b) for b in cfg.grid.lengths]}, units) if ctx.rank0 else None

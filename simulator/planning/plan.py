@@ -129,8 +129,8 @@ def grid_aspect(cfg: Config) -> tuple[tuple[int, ...], tuple[int, ...]]:
     an even one the run's own unit and a point added (``[384, 96]``: ``(4, 1)`` and ``(0, 1)``, proposing
     ``[4 N, N + 1]``), so the grids proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT
     of ``2 (N - 1)`` points (:func:`simulator.planning.report.across_line`)."""
-    shape, walls = list(cfg.grid.shape), cfg.grid.walls
-    if not (walls.on and walls.series == "chebyshev"):
+    shape = list(cfg.grid.shape)
+    if not cfg.grid.domain()[2].endpoints:  # the last axis's points are not Gauss-Lobatto ones
         return grid_unit(shape), (0,) * len(shape)
     across = shape[-1] - 1 if shape[-1] % 2 else shape[-1]
     return grid_unit([*shape[:-1], across]), (0,) * (len(shape) - 1) + (1,)

@@ -86,7 +86,7 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
                      "build's; another jaxlib may differ)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
-    if c.grid.walls.on and c.grid.walls.series == "chebyshev":
+    if c.grid.domain()[2].endpoints:  # a Gauss-Lobatto axis: its transform is a real FFT of 2 (n - 1) points
         lines.append(across_line(c.grid.shape[-1]))
     if (resolved := resolution.plan_line(c)) is not None:
         lines.append(resolved)

@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import reading
 from simulator.fft import plane as planes
+from simulator.fft.bases import Fourier
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import lengths, names, snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
@@ -175,12 +176,13 @@ def plate_edges(heights: np.ndarray, length: float) -> np.ndarray:
     return np.concatenate([[0.0], 0.5 * (heights[1:] + heights[:-1]), [length]])
 
 
-def plate_heights(config: dict[str, Any], snap: Snapshot, field: str) -> np.ndarray | None:
-    """The heights a walled run's snapshot holds across its plates (the box's last axis: cell centres between
-    free-slip plates, Gauss-Lobatto points between no-slip ones), ``(N,)``; None for a periodic run."""
-    if not ((config.get("grid") or {}).get("walls") or {}).get("axis"):
-        return None
-    return np.asarray(snap.file[axis_names(snap)[2]][...], float)
+def plate_heights(snap: Snapshot) -> np.ndarray | None:
+    """The points a snapshot holds along the box's last axis where its basis's points are not a periodic grid's
+    ``i L / N`` (:class:`simulator.fft.bases.Fourier`): the heights across plates (cell centres of the sine and cosine
+    series, Gauss-Lobatto points of the Chebyshev basis), ``(N,)``; None where they are."""
+    points, length = np.asarray(snap.file[axis_names(snap)[2]][...], float), lengths(snap)[2]
+    regular = Fourier(points.size, length).points()
+    return None if np.allclose(points, regular, rtol=0.0, atol=1e-12 * length) else points
 
 
 def floored(name: str) -> Colormap:
@@ -247,7 +249,7 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
             fig = slice_figure(panels, _limits(panels), lengths(snap), axis, title, length,
-                               axis_names(snap), plate_heights(config, snap, field))
+                               axis_names(snap), plate_heights(snap))
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, lengths(snap), snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -293,7 +295,7 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
         with Snapshot(path) as snap, reading(path):
             return slice_figure(slice_panels(snap, field, axis, info, length), limits, lengths(snap), axis,
                                 snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                                axis_names(snap), plate_heights(config, snap, field))
+                                axis_names(snap), plate_heights(snap))
 
     return [partial(frame, path) for path in readable]
 
