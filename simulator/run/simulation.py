@@ -78,6 +78,8 @@ class Simulation:
             self.equation = with_particles(self.equation, cfg.particles, cfg.grid.lengths, cfg.time)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
         self.scheme = SCHEMES[cfg.time.integrator]
+        # a multistep scheme's history travels in the state (chunks and checkpoints carry it)
+        self.equation = self.scheme.prepare(self.equation)
         self.traces = 0
         self.scalar_sharding = self.fft.replicated_sharding()
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
