@@ -222,7 +222,13 @@ class NoSlipEquation(ImexEquation):
     def carried(self, state: flow.State) -> flow.State:
         """``state`` with the history of the scheme the equation carries (:meth:`carrying`), none held: the scheme's
         start step comes first. What every state made from fields ends with."""
-        return state if self.scheme is None else replace(state, history=self.scheme.empty(state))
+        if self.scheme is None:
+            return state
+        # laid out as the state's leaves (:attr:`space`), so that the chunk compiled for it takes the state as made
+        paths, tree = jax.tree_util.tree_flatten_with_path(self.scheme.empty(state))
+        leaves = [(self._columns if self.space["history" + jax.tree_util.keystr(p)] == "real" else self._replicated)(z)
+                  for p, z in paths]
+        return replace(state, history=jax.tree.unflatten(tree, leaves))
 
     def imex_factor(self, dt: jax.Array, params: Params, tableau: Any) -> flow.Factored:
         """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
