@@ -66,7 +66,7 @@ def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
 
 
 @pytest.mark.parametrize(("scheme", "dts"), [("rk222", (0.02, 0.01)), ("rk443", (0.02, 0.01)),
-                                             ("sbdf2", (0.01, 0.005))])
+                                             ("sbdf2", (0.01, 0.005))], ids=["rk222", "rk443", "sbdf2"])
 def test_the_start_up_of_couette_flow_against_its_exact_series(devices, scheme, dts):
     """Plates set moving from rest at Re = 1 (laminar initial condition at U = 0, then U = 1 through the traced
     parameter): the mean flow at t = 0.5 against channel.couette_startup, the error falling as dt^p when dt halves,

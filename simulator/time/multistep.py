@@ -2,7 +2,7 @@
 :mod:`simulator.time.imex` solve it: the semi-implicit backward differentiation formula SBDF2 of Ascher, Ruuth &
 Wetton (1995), Dedalus's SBDF2. One solve of (M - gamma dt L) X = R a step, the solve the tableaux' stages make, and
 one explicit evaluation: the cheapest second-order scheme of the walls' family, at the price of two states' worth of
-history (M X and F of the step before) and a smaller stability region for the explicit terms than RK222's.
+history (M X and F of the step before).
 
 With w = dt_n / dt_(n-1) (the variable-step form of Wang & Ruuth 2008, J. Comput. Math. 26, 838; w = 1 for a fixed
 dt), a step from X^n to X^(n+1) solves
@@ -110,6 +110,6 @@ class Multistep:
         return solve(self.gamma * dt * forcing)
 
 
-# SBDF2 (Ascher, Ruuth & Wetton 1995, SIAM J. Numer. Anal. 32, 797, eq. 2.8): second order; variable-step BDF2 is
+# SBDF2 (Ascher, Ruuth & Wetton 1995, SIAM J. Numer. Anal. 32, 797): second order; variable-step BDF2 is
 # zero-stable for step ratios below 1 + sqrt(2) (Grigorieff 1983)
 SBDF2 = Multistep("sbdf2", 2, 2 / 3, sbdf2_coefficients, 1 + math.sqrt(2.0))
