@@ -156,7 +156,8 @@ CASES = {
                                                  "taylor_green: name, amplitude"),
     "unknown precision": (["run", TG, "--set", "precision=float16"], "precision = 'float16' is unknown"),
     "a name in capitals": (["run", TG, "--set", "time.integrator=RK4"], "time.integrator = 'RK4' is unknown; expected "
-                           "one of: rk2, rk3, rk4, lsrk4, etdrk4, rk111, rk222, rk443, sbdf2, kdk (did you mean 'rk4'?)"),
+                           "one of: rk2, rk3, rk4, lsrk4, etdrk4, rk111, rk222, rk443, sbdf2, kdk (did you mean "
+                           "'rk4'?)"),
     "a key in capitals": (["run", TG, "--set", "Time.dt=0.1"], "Time = {'dt': 0.1} is an unknown key; did you mean "
                           "'time'?"),
     # lists of sections: an entry is added only whole; a key of one past the end is an off-by-one, not a species
