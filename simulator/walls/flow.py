@@ -22,12 +22,11 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
   :class:`State`, and that step's dt), so that chunks and checkpoints carry it.
 
 Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal, or the multistep
-scheme's coefficient): for w,
-(alpha - lap) lap w = R / (gamma dt nu), alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2
-influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or
-kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored), built once per gamma dt
-(:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is batched over the leading
-(mode) axes. The bounded direction is whole on the device that solves a mode.
+scheme's coefficient): for w, (alpha - lap) lap w = R / (gamma dt nu), alpha = 1/(gamma dt nu), by two banded
+Helmholtz solves and the 2 x 2 influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2)
+x = R / (gamma dt nu) (or kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored),
+built once per gamma dt (:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is
+batched over the leading (mode) axes. The bounded direction is whole on the device that solves a mode.
 """
 
 from __future__ import annotations
