@@ -311,8 +311,9 @@ class SplitStepEquation(Equation):
 
 
 class ImexEquation(Equation):
-    """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit Runge-Kutta schemes
-    (:mod:`simulator.time.imex`), whose stage solves the equation builds for each step size and scheme."""
+    """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit schemes, Runge-Kutta
+    (:mod:`simulator.time.imex`) and multistep (:mod:`simulator.time.multistep`), whose solves the equation builds for
+    each step size and scheme."""
 
     protocol: ClassVar[str] = IMEX
     _STATIC: ClassVar[tuple[str, ...]] = (*Equation._STATIC, "scheme")
