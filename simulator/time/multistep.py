@@ -84,6 +84,7 @@ class Multistep:
         history a :class:`History`). ``mass(X)`` is M X, ``explicit(X, t)`` F(X, t); ``solve(R)`` solves (M - gamma
         dt L) X = R for this scheme's :attr:`gamma` and ``dt`` (None: none built), ``factor(g)`` builds the solve of
         (M - g L) X = R for a traced g (a step of another gamma: the start step, a changed dt)."""
+
         def advance(x: Any, t: Any, history: Any) -> tuple[Any, Any]:
             m, f = mass(x), explicit(x, t)
             before = history.dt[0].astype(jnp.result_type(dt))
@@ -104,9 +105,10 @@ class Multistep:
         return advance
 
     def response(self, forcing: Any, solve: Callable[[Any], Any], dt: Any) -> Any:
-        """What one step of ``dt`` makes from rest with no history of the constant ``forcing`` taken at the new time
-        level (implicit, as a fixed flux's pressure gradient is): solve(gamma dt forcing), ``solve`` that of
-        :meth:`advance` for :attr:`gamma`."""
+        """The response of a step of ``dt`` to the constant ``forcing`` taken at the new time level (implicit, as a
+        fixed flux's pressure gradient is): solve(gamma dt forcing), ``solve`` that of :meth:`advance` for
+        :attr:`gamma`. The step's own gamma where it differs (its start step, a changed dt) is not used: what the
+        response is for, a flux held exactly, holds with any, and that one step's drive is off by O(dt^2)."""
         return solve(self.gamma * dt * forcing)
 
 
