@@ -145,6 +145,9 @@ CASES = {
                                   "initial.name = 'whirlpool' is unknown"),
     "initial of another equation": (["run", TG, "--set", "initial.name=soliton"], "'soliton' is not available"),
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
+    "the walls' multistep integrator without walls": (["run", TG, "--set", "time.integrator=sbdf2"],
+                                                      "time.integrator = 'sbdf2' is not available; for physics.name = "
+                                                      "navier_stokes use one of: rk2, rk3, rk4, lsrk4, etdrk4"),
     "key of another equation": (["run", JEANS, "--set", "physics.forcing=band"],
                                 "physics.forcing = 'band' is an unknown key; known keys for physics.name = "
                                 "schrodinger_poisson: name, hbar_over_m, G, self_interaction"),
@@ -153,7 +156,8 @@ CASES = {
                                                  "taylor_green: name, amplitude"),
     "unknown precision": (["run", TG, "--set", "precision=float16"], "precision = 'float16' is unknown"),
     "a name in capitals": (["run", TG, "--set", "time.integrator=RK4"], "time.integrator = 'RK4' is unknown; expected "
-                           "one of: rk2, rk3, rk4, lsrk4, etdrk4, rk111, rk222, rk443, kdk (did you mean 'rk4'?)"),
+                           "one of: rk2, rk3, rk4, lsrk4, etdrk4, rk111, rk222, rk443, sbdf2, kdk (did you mean "
+                           "'rk4'?)"),
     "a key in capitals": (["run", TG, "--set", "Time.dt=0.1"], "Time = {'dt': 0.1} is an unknown key; did you mean "
                           "'time'?"),
     # lists of sections: an entry is added only whole; a key of one past the end is an off-by-one, not a species

@@ -225,6 +225,28 @@ def test_a_sweep_of_moving_plates_is_one_ensemble_job_and_a_bad_point_refuses_it
     assert not (tmp_path / "bad").exists()
 
 
+def test_sbdf2_runs_the_shipped_config_and_resumes_an_rk222_checkpoint_from_the_command_line(tmp_path, capfd):
+    """``simulator run configs/convection_2d_noslip.yaml --set time.integrator=sbdf2`` at 16 x 16 on 2 devices runs to
+    t = 0.5 under its CFL-controlled dt, exit 0, its last checkpoint holding SBDF2's history (the step before's dt and
+    M X); the checkpoint of the shipped RK222, which holds no history, resumed by SBDF2: exit 0, the resume line naming
+    the new integrator, the state from the checkpoint's fields and the history started anew (SBDF1 first)."""
+    shipped = str(Path(simulator.__file__).parents[1] / "configs" / "convection_2d_noslip.yaml")
+    small = ["--set", "grid.shape=[16,16]", "--set", "fft.mesh=[2]", "--set", "output.profiles.dt=0.5"]
+    code, _, err = command(capfd, "run", shipped, "--out", str(tmp_path / "sbdf2"), *small, "--set",
+                           "time.integrator=sbdf2", "--set", "time.t_end=0.5")
+    assert code == 0, err
+    with h5py.File(tmp_path / "sbdf2" / "checkpoints" / "c00000004.h5") as f:
+        assert f["history.dt"][()].tolist() == [0.125] and np.abs(f["history.mass.w"][()]).max() > 0
+    code, _, err = command(capfd, "run", shipped, "--out", str(tmp_path / "rk222"), *small, "--set", "time.t_end=0.25")
+    assert code == 0, err
+    code, _, err = command(capfd, "run", shipped, "--out", str(tmp_path / "resumed"), *small, "--set",
+                           "time.integrator=sbdf2", "--set", "time.t_end=0.5", "--restart",
+                           str(tmp_path / "rk222" / "checkpoints" / "c00000002.json"))
+    assert code == 0 and "resumed from" in err and "time.integrator now sbdf2" in err, err
+    with h5py.File(tmp_path / "resumed" / "checkpoints" / "c00000004.h5") as f:
+        assert f["history.dt"][()].tolist() == [0.125]
+
+
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"has no no-slip plate; a no-slip plate at least for physics\.name = convection2d_noslip \(the Chebyshev "

@@ -9,7 +9,7 @@ import pytest
 import scipy.fft
 from numpy.polynomial import chebyshev as series
 
-from simulator.time import imex
+from simulator.time import imex, multistep
 from simulator.walls import banded, chebyshev, eigen
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, horizontal_velocity, laplacian
@@ -182,6 +182,43 @@ def test_each_imex_scheme_steps_a_forced_heat_mode_at_its_order(name):
         errors.append(np.abs(u - exact).max())
     rates = np.log2(np.array(errors[:-1]) / errors[1:])
     assert np.all(np.abs(rates - tableau.order) < 0.1), (rates, errors)
+
+
+@pytest.mark.parametrize("varying", [False, True], ids=["fixed-dt", "varying-dt"])
+def test_sbdf2_steps_a_forced_heat_mode_at_its_order(varying):
+    """The forced heat mode above by SBDF2 (its history carried from step to step, SBDF1 the first step): each halving
+    of dt divides the error at t = 1 by 4 (the rate within 0.1 of 2), with steps of one dt, the chunk's factorisation
+    serving each step after the first, and with steps alternately 1.3 and 0.7 dt long, each step then taking the
+    variable-step coefficients of its ratio (0.54 or 1.86) and its own solve."""
+    n, lam = 24, 1.0
+    mu = (np.pi / 2) ** 2 + lam
+    z = chebyshev.points(n)
+    start = chebyshev.forward(jnp.cos(np.pi * z / 2))
+    exact = (np.exp(-mu) + (mu * np.sin(1.0) - np.cos(1.0) + np.exp(-mu)) / (mu**2 + 1)) * start
+    gamma = multistep.SBDF2.gamma
+
+    def factor(g):
+        solver = Helmholtz.build(1 / g, n)
+        return lambda r: solver.solve(r / g)
+
+    errors = []
+    for steps in (40, 80, 160):
+        dt = 1.0 / steps
+        sizes = dt * (1 + 0.3 * (-1) ** np.arange(steps)) if varying else np.full(steps, dt)
+        times = np.concatenate([[0.0], np.cumsum(sizes)[:-1]])
+        solve = None if varying else factor(gamma * dt)
+
+        def body(i, carry, sizes=sizes, times=times, solve=solve):
+            step = multistep.SBDF2.advance(lambda u: u, lambda u, t: -lam * u + jnp.sin(t) * start, solve,
+                                           jnp.asarray(sizes)[i], factor)
+            return step(carry[0], jnp.asarray(times)[i], carry[1])
+
+        u, history = jax.jit(lambda u, body=body, steps=steps: jax.lax.fori_loop(
+            0, steps, body, (u, multistep.SBDF2.empty(u))))(start)
+        assert float(history.dt[0]) == pytest.approx(sizes[-1], rel=1e-14)
+        errors.append(np.abs(u - exact).max())
+    rates = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(rates - 2) < 0.1), (rates, errors)
 
 
 @pytest.mark.parametrize("name", sorted(imex.TABLEAUX))

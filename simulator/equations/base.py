@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import copy
 import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -312,15 +313,28 @@ class SplitStepEquation(Equation):
 
 
 class ImexEquation(Equation):
-    """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit Runge-Kutta schemes
-    (:mod:`simulator.time.imex`), whose stage solves the equation builds for each step size and scheme."""
+    """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit schemes, Runge-Kutta
+    (:mod:`simulator.time.imex`) and multistep (:mod:`simulator.time.multistep`), whose solves the equation builds for
+    each step size and scheme."""
 
     protocol: ClassVar[str] = IMEX
+    _STATIC: ClassVar[tuple[str, ...]] = (*Equation._STATIC, "scheme")
+    #: the scheme whose history this equation's states carry (:meth:`carrying`); None: a state of none
+    scheme: Any = None
+
+    def carrying(self, scheme: Any) -> ImexEquation:
+        """A copy of this equation whose states (every :meth:`from_fields`) carry what ``scheme`` (a
+        :class:`~simulator.time.imex.Tableau` or :class:`~simulator.time.multistep.Multistep`) keeps from one step for
+        the next, none held yet (``scheme.empty``): a multistep scheme's history travels in the state, so that
+        chunks and checkpoints carry it (:meth:`simulator.time.schemes.Scheme.prepare`)."""
+        carrying = copy.copy(self)
+        carrying.scheme = scheme
+        return carrying
 
     def imex_factor(self, dt: jax.Array, params: Params, tableau: Any) -> Any:
         """The stage solves' factorisations for ``dt`` and the scheme ``tableau`` (a
-        :class:`~simulator.time.imex.Tableau`; a pytree; None: none to share), built once for a chunk of steps of
-        one dt and handed to each of its :meth:`imex_step`."""
+        :class:`~simulator.time.imex.Tableau` or :class:`~simulator.time.multistep.Multistep`; a pytree; None: none to
+        share), built once for a chunk of steps of one dt and handed to each of its :meth:`imex_step`."""
         return None
 
     @abc.abstractmethod

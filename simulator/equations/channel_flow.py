@@ -40,7 +40,6 @@ from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
-from simulator.time import imex
 from simulator.walls import channel, chebyshev, flow
 
 
@@ -115,7 +114,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         unit[0, 0] = 1.0
         return jnp.asarray(gradient, like.dtype) * jnp.asarray(unit, like.dtype)
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: Any,
                   factored: flow.Factored | None = None) -> flow.State:
         core = self.core(params)
         if self.drive != "flux":
@@ -153,7 +152,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
         mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
         scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
-        return flow.State(w, zeta, mean, scalars)
+        return self.carried(flow.State(w, zeta, mean, scalars))
 
     def wall_series(self, name: str) -> tuple[str, ...]:
         """Every component of the velocity, and each passive scalar, is a Chebyshev series across the plates: a restart

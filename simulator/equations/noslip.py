@@ -109,7 +109,7 @@ class NoSlipConvection(NoSlipEquation):
         mean = jax.lax.with_sharding_constraint(mean, self.fft.replicated_sharding())
         scalars_ = spectra_[1][None] if scalars is None else jnp.concatenate([spectra_[1][None], scalars])
         # no mean flow across the plates (continuity with impermeable plates): the k = 0 column of w is zero
-        return flow.State(jnp.where(self._mean_mode(), 0.0, spectra_[0]), zeta, mean, scalars_)
+        return self.carried(flow.State(jnp.where(self._mean_mode(), 0.0, spectra_[0]), zeta, mean, scalars_))
 
     def wall_series(self, name: str) -> tuple[str, ...]:
         """Every field is a Chebyshev series across the plates."""

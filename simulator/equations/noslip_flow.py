@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import jax
@@ -38,9 +39,11 @@ from simulator.equations.spec import FieldInfo
 from simulator.equations.walled import chebyshev_dealias
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
-from simulator.time import imex
 from simulator.walls import chebyshev, flow
 from simulator.walls.wall_normal import horizontal_velocity
+
+#: where each of a state's spectra lives (:attr:`NoSlipEquation.space`)
+_SPACES = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
 
 
 class NoSlipEquation(ImexEquation):
@@ -48,8 +51,10 @@ class NoSlipEquation(ImexEquation):
     :meth:`core` and its state's fields and outputs."""
 
     # the spectra are held in the real layout (module docstring); the mean flow, a profile across the plates, whole
-    # on every device, as the replicated leaves are kept
-    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
+    # on every device, as the replicated leaves are kept; a multistep scheme's history (flow.State.history: M X and F
+    # of the step before, laid out as the state, and that step's dt, replicated) is checkpointed with them
+    space: ClassVar[dict[str, str]] = {**_SPACES, "history.dt": "particles", **{
+        f"history.{part}.{name}": where for part in ("mass", "explicit") for name, where in _SPACES.items()}}
     _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
     #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
     _carried: ClassVar[int] = 0
@@ -214,10 +219,21 @@ class NoSlipEquation(ImexEquation):
             zeta = 1j * self.kx * hat[1] - 1j * self.ky * hat[0]
         return flow.State(h_w, zeta, self._replicated(jnp.stack(mean)), None if state.scalars is None else hat[c:])
 
-    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
+    def carried(self, state: flow.State) -> flow.State:
+        """``state`` with the history of the scheme the equation carries (:meth:`carrying`), none held: the scheme's
+        start step comes first. What every state made from fields ends with."""
+        if self.scheme is None:
+            return state
+        # laid out as the state's leaves (:attr:`space`), so that the chunk compiled for it takes the state as made
+        paths, tree = jax.tree_util.tree_flatten_with_path(self.scheme.empty(state))
+        leaves = [(self._columns if self.space["history" + jax.tree_util.keystr(p)] == "real" else self._replicated)(z)
+                  for p, z in paths]
+        return replace(state, history=jax.tree.unflatten(tree, leaves))
+
+    def imex_factor(self, dt: jax.Array, params: Params, tableau: Any) -> flow.Factored:
         """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
         return self.core(params).factor(dt, tableau)
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: Any,
                   factored: flow.Factored | None = None) -> flow.State:
         return self.core(params).step(self.explicit, dt, tableau, factored)(state, t)

@@ -34,7 +34,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.base import Equation, Params
+from simulator.equations.base import Equation, ImexEquation, Params
 from simulator.errors import ConfigError
 from simulator.fft import complex_dtype
 from simulator.fft.bases import resample_matrix
@@ -170,7 +170,8 @@ def state_fields(source: Source, eq: Equation, params: Params, scratch: Path) ->
     """The real-space state fields of ``source`` on ``eq``'s grid and layout (see the module docstring);
     ``scratch``: a directory every process can write and read (the run directory)."""
     if tuple(source.shape) == tuple(eq.fft.shape):
-        return _stored_grid_fields(source, eq, params)
+        # the fields are what is read, not a multistep scheme's history (which a checkpoint may lack)
+        return _stored_grid_fields(source, eq.carrying(None) if isinstance(eq, ImexEquation) else eq, params)
     fft = on_grid(eq.fft, source.shape)
     if fft is None:
         raise ConfigError("initial.path", str(source.index), f"a state whose grid decomposes over the "

@@ -95,12 +95,22 @@ def on_other_grid(ckpt: Checkpoint, cfg: Config) -> bool:
     return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
+def lacks(ckpt: Checkpoint, names: list[str]) -> bool:
+    """Whether ``ckpt`` holds none of some of the state's leaves ``names`` (by their checkpoint names): a multistep
+    scheme's history resumed from the checkpoint of a scheme that keeps none. False for a marker that lists no names
+    (an older one: restored as it is)."""
+    stored = ckpt.meta.get("names")
+    return isinstance(stored, list) and not set(names) <= set(map(str, stored))
+
+
 def changes(ckpt: Checkpoint, cfg: Config, dt: float) -> str:
     """What the resume line adds about a restart that changed how the run steps ("" when nothing did): another
-    time step ``dt``, another precision (the state is read in ``cfg``'s; a float32 state continued in float64
-    keeps float32's rounding)."""
+    time step ``dt``, another integrator, another precision (the state is read in ``cfg``'s; a float32 state
+    continued in float64 keeps float32's rounding)."""
     stored = ckpt.meta["config"].get("precision", cfg.precision)
+    integrator = ckpt.meta["config"].get("time", {}).get("integrator", cfg.time.integrator)
     return ((f"; time step now {dt:.6g}" if dt != ckpt.dt else "")
+            + (f"; time.integrator now {cfg.time.integrator}" if integrator != cfg.time.integrator else "")
             + (f"; precision now {cfg.precision} (the checkpoint's state is {stored})"
                if stored != cfg.precision else ""))
 

@@ -192,7 +192,10 @@ class Segment:
             self.log.info("%s", self.note)
         sim.scratch = self.out  # a state read from another grid is staged here
         ckpt = self.ckpt
-        if ckpt is not None and restarts.on_other_grid(ckpt, cfg):
+        # another grid's checkpoint, or one without leaves this run's state has (a multistep scheme's history, resumed
+        # from a scheme's that keeps none): the state from its fields, the history none held (the start step)
+        if ckpt is not None and (restarts.on_other_grid(ckpt, cfg) or (
+                sim.scheme.tableau is not None and restarts.lacks(ckpt, checkpoints.leaf_names(abstract_state(sim))))):
             state = sim.state_from_file(ckpt.index.with_suffix(".json"))
         elif ckpt is not None:
             latest = self.plan is not None and self.plan.restart == "latest"

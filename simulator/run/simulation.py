@@ -71,13 +71,13 @@ class Simulation:
         cls = self.info.load()
         if not issubclass(cls, PROTOCOLS[self.info.protocol]):
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
-        self.equation: Equation = cls(self.fft, cfg.grid.lengths, self.dtype, cfg.physics)
+        self.scheme = SCHEMES[cfg.time.integrator]
+        self.equation: Equation = self.scheme.prepare(cls(self.fft, cfg.grid.lengths, self.dtype, cfg.physics))
         if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
             from simulator.particles.setup import with_particles
 
             self.equation = with_particles(self.equation, cfg.particles, cfg.grid.lengths, cfg.time)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
-        self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0
         self.scalar_sharding = self.fft.replicated_sharding()
         #: where a state read from another grid is staged (every process must reach it); None: the working directory

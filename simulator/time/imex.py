@@ -13,7 +13,8 @@ stage j's own equation (R_j its right-hand side), so no fourth derivative of a C
 round-off by N^8.
 
 A new scheme is one more :class:`Tableau` here and a line in :data:`simulator.time.schemes.SCHEMES`; the flow
-core steps with whichever it is handed (:func:`step`). Importable without JAX: :func:`step` imports it.
+core steps with whichever it is handed (:meth:`Tableau.advance`, which a multistep scheme of
+:mod:`simulator.time.multistep` has too). Importable without JAX: :func:`step` imports it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,27 @@ class Tableau:
     @property
     def stages(self) -> int:
         return len(self.explicit)
+
+    def empty(self, x: Any) -> None:
+        """The history a step keeps for the next: none (a multistep scheme's,
+        :meth:`simulator.time.multistep.Multistep.empty`, travels in the state)."""
+        return None
+
+    def advance(self, mass: Callable[[Any], Any], explicit: Callable[[Any, Any], Any],
+                solve: Callable[[Any], Any] | None, dt: Any, factor: Callable[[Any], Callable[[Any], Any]]
+                ) -> Callable[[Any, Any, Any], tuple[Any, Any]]:
+        """:func:`step` as every IMEX scheme's step is called, ``advance(state, t, history) -> (state, history)``,
+        the history None (:meth:`empty`): ``solve`` that of (M - gamma dt L) for this ``dt`` (None: ``factor(gamma
+        dt)`` builds it)."""
+        one = step(self, mass, explicit, factor(self.gamma * dt) if solve is None else solve, dt)
+        return lambda x, t, history: (one(x, t), history)
+
+    def response(self, forcing: Any, solve: Callable[[Any], Any], dt: Any) -> Any:
+        """What one step of ``dt`` makes from rest of the constant explicit term ``forcing`` (a state whose mass
+        operator is the identity, the mean flow's), ``solve`` that of (M - gamma dt L) for this ``dt``."""
+        import jax
+
+        return step(self, lambda x: x, lambda x, t: forcing, solve, dt)(jax.numpy.zeros_like(forcing), 0.0)
 
 
 # ARS (2,2,2), sec. 2.6: L-stable, gamma = 1 - 1/sqrt(2), delta = 1 - 1/(2 gamma)
@@ -101,13 +123,14 @@ def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, 
     return advance
 
 
-def make_imex(eq: Any, stage_eq: Callable[..., Any], tableau: Tableau) -> Callable[..., Any]:
-    """The step of an ``imex`` equation by ``tableau`` (the factory :data:`simulator.time.schemes.SCHEMES` names):
+def make_imex(eq: Any, stage_eq: Callable[..., Any], tableau: Any) -> Callable[..., Any]:
+    """The step of an ``imex`` equation by ``tableau`` (a :class:`Tableau` or a
+    :class:`~simulator.time.multistep.Multistep`; the factory :data:`simulator.time.schemes.SCHEMES` names):
     ``eq.imex_step``, its stage solves (banded) its own."""
     return lambda state, t, dt, params: eq.imex_step(state, t, dt, params, tableau)
 
 
-def make_imex_steps(eq: Any, tableau: Tableau) -> Callable[..., Any]:
+def make_imex_steps(eq: Any, tableau: Any) -> Callable[..., Any]:
     """An IMEX scheme's chunk: the solves factored once for its dt (``eq.imex_factor``), each step settled as by
     :func:`simulator.time.integrators.bind`."""
     from simulator.time.integrators import run_steps

@@ -14,8 +14,9 @@ Protocols (the abstract classes are in :mod:`simulator.equations.base`):
   ``drift(state, dt, params)``), for symmetric splittings;
 * ``imex``: M dX/dt = L X + F(X, t) with L implicit through solves the equation builds for each dt
   (``imex_step(state, t, dt, params, tableau)``: the equations between no-slip plates, :mod:`simulator.walls.flow`),
-  for implicit-explicit Runge-Kutta schemes, each a tableau of :mod:`simulator.time.imex` (``tableau``: the
-  factory and the chunk are handed it).
+  for implicit-explicit Runge-Kutta schemes, each a tableau of :mod:`simulator.time.imex`, and multistep ones, each
+  of :mod:`simulator.time.multistep` (``tableau``: the factory and the chunk are handed it; a multistep scheme's
+  history travels in the equation's state, :meth:`Scheme.prepare`).
 
 A scheme's duties towards the equation are declared here and done for it by :meth:`Scheme.load`, not by
 each step factory (:func:`simulator.time.integrators.bind`): each stage evaluates the equation at that stage
@@ -68,7 +69,7 @@ class Scheme:
     () for a scheme without stages of one equation), its own chunk of steps (``chunk``: ``module:function``,
     ``make(equation) -> steps(state, t, n, dt, params) -> state``; None: a loop of steps) and the coefficients
     its factory and chunk are handed (``tableau``: ``module:name``, an IMEX scheme's
-    :class:`~simulator.time.imex.Tableau`; None: none)."""
+    :class:`~simulator.time.imex.Tableau` or :class:`~simulator.time.multistep.Multistep`; None: none)."""
 
     name: str
     protocol: str
@@ -87,6 +88,12 @@ class Scheme:
         """The factory or chunk ``ref``, handed the scheme's tableau where it declares one."""
         make = _function(ref)
         return make if self.tableau is None else functools.partial(make, tableau=_function(self.tableau))
+
+    def prepare(self, equation: Any) -> Any:
+        """The equation a run of this scheme steps: ``equation`` whose states carry what the scheme keeps from one
+        step for the next (an IMEX scheme's, :meth:`simulator.equations.base.ImexEquation.carrying`: a multistep
+        scheme's history), or ``equation`` itself for a scheme that keeps nothing."""
+        return equation if self.tableau is None else equation.carrying(_function(self.tableau))
 
     def load(self) -> Callable[[Any], Callable[..., Any]]:
         """``make(equation) -> step(state, t, dt, params) -> state``: the factory's step with the duties above done."""
@@ -108,11 +115,12 @@ def _function(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def _imex(name: str, order: int, stages: int, registers: int, doc: str) -> Scheme:
-    """An implicit-explicit Runge-Kutta scheme of :mod:`simulator.time.imex`'s tableau ``name``: viscosity and
-    diffusion implicit by banded solves per mode, one factorisation per step size."""
+def _imex(name: str, order: int, stages: int, registers: int, doc: str, module: str = "imex") -> Scheme:
+    """An implicit-explicit scheme of the coefficients ``name`` of :mod:`simulator.time.imex` (a Runge-Kutta
+    tableau) or ``module`` (:mod:`simulator.time.multistep`): viscosity and diffusion implicit by banded solves per
+    mode, one factorisation per step size."""
     return Scheme(name, IMEX, order, stages, registers, doc, "simulator.time.imex:make_imex",
-                  chunk="simulator.time.imex:make_imex_steps", tableau=f"simulator.time.imex:{name.upper()}")
+                  chunk="simulator.time.imex:make_imex_steps", tableau=f"simulator.time.{module}:{name.upper()}")
 
 
 SCHEMES: dict[str, Scheme] = {
@@ -138,6 +146,10 @@ SCHEMES: dict[str, Scheme] = {
               "Dedalus's RK222: second order, L-stable; viscosity and diffusion implicit by banded solves per mode"),
         _imex("rk443", 3, 4, 5, "the implicit-explicit Runge-Kutta (4,4,3) of Ascher, Ruuth & Spiteri (1997), "
               "Dedalus's RK443: third order, L-stable, four explicit evaluations a step"),
+        _imex("sbdf2", 2, 1, 4, "the semi-implicit backward differentiation formula of Ascher, Ruuth & Wetton (1995), "
+              "Dedalus's SBDF2: second order, one solve and one explicit evaluation a step, the step before's M X "
+              "and explicit terms carried in the state (started by SBDF1; variable-step coefficients where dt "
+              "changes)", "multistep"),
         Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk",
                chunk="simulator.time.integrators:make_kdk_steps"),
     )

@@ -9,8 +9,8 @@ field across it.
 * :mod:`~simulator.walls.wall_normal`: the wall-normal velocity of Kim, Moin & Moser (1987), its fourth-order
   problem as two Helmholtz solves and an influence matrix: divergence-free, no-slip to round-off;
 * :mod:`~simulator.walls.flow`: the flow between no-slip plates per horizontal mode (wall-normal velocity and
-  vorticity, mean flow, scalars), its mass operator and stage solves, stepped by the IMEX Runge-Kutta scheme it is
-  handed (:mod:`simulator.time.imex`: RK111, RK222, RK443);
+  vorticity, mean flow, scalars), its mass operator and stage solves, stepped by the IMEX scheme it is handed
+  (:mod:`simulator.time.imex`: RK111, RK222, RK443; :mod:`simulator.time.multistep`: SBDF2);
 * :mod:`~simulator.walls.eigen`: independent dense eigenvalue solvers (numpy/scipy): Rayleigh-Benard onset and
   the Orr-Sommerfeld problem;
 * :mod:`~simulator.walls.channel` and :mod:`~simulator.walls.channel_stats`: channel flows' laminar profiles,

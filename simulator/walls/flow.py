@@ -2,8 +2,8 @@
 velocity-vorticity formulation of Kim, Moin & Moser (1987) with scalars, reusable by every equation between
 no-slip plates (convection, channel flows). The equation supplies the explicit terms (advection, buoyancy,
 forcing) formed in physical space; this module holds the state's layout, its mass operator and the stage solves,
-and steps it with the implicit-explicit Runge-Kutta scheme it is handed (a tableau of :mod:`simulator.time.imex`:
-RK111, RK222, RK443).
+and steps it with the implicit-explicit scheme it is handed (a tableau of :mod:`simulator.time.imex`: RK111, RK222,
+RK443; or a multistep scheme of :mod:`simulator.time.multistep`: SBDF2, whose history the state carries).
 
 The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x, k_y) with k^2 = k_x^2 + k_y^2
 (a :class:`State`, each array's last axis the N Chebyshev coefficients of :mod:`simulator.walls.chebyshev`):
@@ -16,26 +16,29 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
 * ``mean``: the horizontally averaged velocity along the plates (U, V)(z), ``(2, N)``, d/dt U = nu d^2U/dz^2 +
   h_U, equal to each plate's velocity there (plates at rest, or moving along themselves: a Couette flow);
 * ``scalars``: temperatures or passive scalars ``(S, ..., N)``, d/dt s = kappa lap s + h_s, a fixed value
-  (Dirichlet) or a fixed flux (Neumann) at each plate.
+  (Dirichlet) or a fixed flux (Neumann) at each plate;
+* ``history``: what the scheme keeps from one step for the next, None for the Runge-Kutta tableaux; a multistep
+  scheme's (:class:`simulator.time.multistep.History`: M X and the explicit terms of the step before, each a
+  :class:`State`, and that step's dt), so that chunks and checkpoints carry it.
 
-Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal): for w,
-(alpha - lap) lap w = R / (gamma dt nu), alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2
-influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or
-kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored), built once per gamma dt
-(:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is batched over the leading
-(mode) axes. The bounded direction is whole on the device that solves a mode.
+Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal, or the multistep
+scheme's coefficient): for w, (alpha - lap) lap w = R / (gamma dt nu), alpha = 1/(gamma dt nu), by two banded
+Helmholtz solves and the 2 x 2 influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2)
+x = R / (gamma dt nu) (or kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored),
+built once per gamma dt (:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is
+batched over the leading (mode) axes. The bounded direction is whole on the device that solves a mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from simulator.fft.walls import hermitian_full
-from simulator.time import imex
 from simulator.walls.eigen import NO_SLIP
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, laplacian
@@ -54,12 +57,14 @@ def scalar_conditions(condition: str | tuple[str, str]) -> tuple[str, str]:
 @dataclass(frozen=True)
 class State:
     """A flow between no-slip plates (module docstring): ``w`` and ``zeta`` ``(..., N)`` (``zeta`` None in a plane),
-    ``mean`` ``(2, N)``, ``scalars`` ``(S, ..., N)`` (S may be 0), complex or real coefficients."""
+    ``mean`` ``(2, N)``, ``scalars`` ``(S, ..., N)`` (S may be 0), complex or real coefficients; ``history`` the
+    scheme's (None: it keeps none)."""
 
     w: jnp.ndarray
     zeta: jnp.ndarray | None
     mean: jnp.ndarray
     scalars: jnp.ndarray
+    history: Any = None
 
 
 @dataclass(frozen=True)
@@ -124,12 +129,15 @@ class NoSlipFlow:
         """M X: lap w for w, the identity for the others."""
         return State(laplacian(x.w, self.k2, self.height), x.zeta, x.mean, x.scalars)
 
-    def factor(self, dt: float | jnp.ndarray, tableau: imex.Tableau) -> Factored:
-        """The stage solves' factorisations for ``dt`` and ``tableau``'s diagonal gamma: built once per chunk of
-        steps of one dt (a pytree, held across the chunk's steps; :meth:`step` builds them itself where none are
-        given)."""
+    def factor(self, dt: float | jnp.ndarray, tableau: Any) -> Factored:
+        """The stage solves' factorisations for ``dt`` and ``tableau``'s diagonal gamma (a scheme of
+        :mod:`simulator.time.imex` or :mod:`simulator.time.multistep`): built once per chunk of steps of one dt (a
+        pytree, held across the chunk's steps; :meth:`step` builds them itself where none are given)."""
+        return self.factor_for(tableau.gamma * jnp.asarray(dt))
+
+    def factor_for(self, gdt: jnp.ndarray) -> Factored:
+        """The stage solves' factorisations for gamma dt = ``gdt`` (traced)."""
         k2, h = self._solved_k2(), self.height
-        gdt = tableau.gamma * jnp.asarray(dt)
         alpha = 1.0 / (gdt * self.viscosity)
         along = self.plates.along
         normal = WallNormal.build(alpha, k2, self.n, h, self.plates.walls)
@@ -178,7 +186,7 @@ class NoSlipFlow:
 
         return solve
 
-    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray, tableau: imex.Tableau,
+    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray, tableau: Any,
                       factored: Factored | None = None) -> jnp.ndarray:
         """The mean flow (U, V) ``(2, N)`` that one step of ``dt`` (:meth:`step`) makes from rest under the constant
         explicit term ``forcing`` ``(2, N)`` on the mean flow alone, the plates at rest: the mean flow's two stage
@@ -187,19 +195,25 @@ class NoSlipFlow:
         velocity."""
         factored = self.factor(dt, tableau) if factored is None else factored
         scale = factored.gamma_dt * self.viscosity
-        step = imex.step(tableau, lambda x: x, lambda x, t: forcing, lambda r: factored.along.solve(r / scale), dt)
-        return step(jnp.zeros_like(forcing), 0.0).astype(forcing.dtype)
+        return tableau.response(forcing, lambda r: factored.along.solve(r / scale), dt).astype(forcing.dtype)
 
-    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray, tableau: imex.Tableau,
+    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray, tableau: Any,
              factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:
-        """One step of the IMEX scheme ``tableau``, ``step(state, t) -> state``, with the explicit terms
-        ``explicit(state, t)`` (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for
-        ``dt`` (by ``factored``, :meth:`factor` of this ``dt`` and tableau, where given)."""
-        factored = self.factor(dt, tableau) if factored is None else factored
-        step = imex.step(tableau, self.mass, explicit, self.solver(factored), dt)
-        # the factorisations and the Chebyshev operators' numbers are float64 where x64 is on: a float32 run's
-        # state stays float32
-        return lambda state, t: jax.tree.map(lambda x, like: x.astype(like.dtype), step(state, t), state)
+        """One step of the IMEX scheme ``tableau`` (its ``advance``: a tableau of :mod:`simulator.time.imex` or a
+        multistep scheme of :mod:`simulator.time.multistep`, with the history the state carries), ``step(state, t)
+        -> state``, with the explicit terms ``explicit(state, t)`` (a :class:`State` of h_w, h_zeta, h_U and h_s)
+        and the solves of :meth:`solver` for ``dt`` (by ``factored``, :meth:`factor` of this ``dt`` and tableau,
+        where given; a step of another gamma dt, a multistep scheme's start or changed dt, factors its own)."""
+        advance = tableau.advance(self.mass, explicit, None if factored is None else self.solver(factored), dt,
+                                  lambda gdt: self.solver(self.factor_for(gdt)))
+
+        def step(state: State, t: jnp.ndarray) -> State:
+            x, history = advance(replace(state, history=None), t, state.history)
+            # the factorisations and the Chebyshev operators' numbers are float64 where x64 is on: a float32 run's
+            # state stays float32
+            return jax.tree.map(lambda x, like: x.astype(like.dtype), replace(x, history=history), state)
+
+        return step
 
 
 @jax.tree_util.register_dataclass
