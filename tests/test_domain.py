@@ -42,8 +42,8 @@ def test_a_runs_backend_builds_the_domain_of_its_grid(devices, path, overrides, 
 def test_the_operators_numbers_are_the_domains(devices, path, overrides, bounded):
     """The equation's operators take their wavenumbers, 2/3 rule and Parseval weights from the bases: 2 pi m / L and
     |m| < N/3 along a Fourier axis, n pi / H and n < 2N/3 across free-slip plates, a mean by Parseval's weights."""
-    sim = simulator.Simulation(simulator.load_config(path, {**overrides, "precision": "float64", "fft.backend": "slab"}),
-                               devices[:2])
+    cfg = simulator.load_config(path, {**overrides, "precision": "float64", "fft.backend": "slab"})
+    sim = simulator.Simulation(cfg, devices[:2])
     ops, fft, box = sim.equation.ops, sim.fft, sim.cfg.grid.lengths
     modes, keep = [], []
     for axis, n in enumerate(fft.shape):
