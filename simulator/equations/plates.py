@@ -3,9 +3,11 @@ in free-fall units and their checks, the conductive initial condition, a linear 
 theory (Rayleigh 1916; Chandrasekhar 1961, ch. II): a mode cos(a x) sin(n pi z) of the conductive state grows at
 sigma = -(nu + kappa) K^2 / 2 + sqrt(((nu - kappa) K^2 / 2)^2 + a^2 / K^2), K^2 = a^2 + (n pi)^2, which changes sign at
 Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2), in a plane and in a box (a the horizontal
-wavenumber). :mod:`simulator.equations.walled` holds what their implementations share. The equations between
+wavenumber). :mod:`simulator.equations.freeslip_flow` is the skeleton their implementations run on,
+:mod:`simulator.equations.walled` holds the helpers they share. The equations between
 no-slip plates (a plane's and a box's) declare their parameters, scales, diagnostics and plot here alike too
-(:class:`NoSlipFreeFallParams`); :mod:`simulator.equations.noslip` is their one implementation.
+(:class:`NoSlipFreeFallParams`); :mod:`simulator.equations.noslip` is their one implementation. What every convection
+declaration holds is :func:`convection_info`'s; the free-slip family's own is :mod:`simulator.equations.freeslip`.
 """
 
 from __future__ import annotations
