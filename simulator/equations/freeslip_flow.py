@@ -3,7 +3,7 @@ convection2d`, the vorticity form) and the box's (:mod:`simulator.equations.conv
 walled spectra's operators, the diagonal viscosity and diffusivities, the passive scalars' linear profiles, the
 fields, diagnostics, profiles and spectra, and the initial conditions. An equation of the family says how its
 state holds the flow: how many entries (:attr:`FreeSlipConvection.flow_entries`) and along which grid axes its
-velocity lies (:attr:`FreeSlipConvection.axes`), the velocity on the grid and its w's spectrum, the kinetic energy
+velocity lies (:attr:`FreeSlipConvection.axes`), its fields on the grid and w's spectrum, the kinetic energy
 and dissipation per mode, its nonlinear terms, its state from fields and its parities.
 
 Layout: the state is the walled spectra (:mod:`simulator.fft.walls`) of the flow's entries, theta and each passive
@@ -75,12 +75,9 @@ class FreeSlipConvection(SemiLinearEquation):
     # ---- what a subclass says of its state's flow ------------------------------------------------------------
 
     @abc.abstractmethod
-    def velocity(self, state: jax.Array) -> list[jax.Array]:
-        """The velocity's components along :attr:`axes` on the grid, each ``(Nx, Ny, Nz)``."""
-
-    @abc.abstractmethod
-    def carried(self, state: jax.Array) -> jax.Array:
-        """theta and each scalar's departure s' on the grid, ``(1 + S, Nx, Ny, Nz)``."""
+    def on_grid(self, state: jax.Array) -> tuple[list[jax.Array], jax.Array]:
+        """The velocity's components along :attr:`axes`, each ``(Nx, Ny, Nz)``, and theta with each scalar's
+        departure s', ``(1 + S, Nx, Ny, Nz)``, on the grid (what a caller leaves unused is not computed)."""
 
     @abc.abstractmethod
     def w_hat(self, state: jax.Array) -> jax.Array:
@@ -92,7 +89,7 @@ class FreeSlipConvection(SemiLinearEquation):
 
     @abc.abstractmethod
     def flow_diagnostics(self, state: jax.Array, velocity: Sequence[jax.Array]) -> dict[str, jax.Array]:
-        """The formulation's own diagnostics (``velocity``: :meth:`velocity`'s)."""
+        """The formulation's own diagnostics (``velocity``: :meth:`on_grid`'s)."""
 
     def flow_fields(self, state: jax.Array, velocity: Sequence[jax.Array]) -> dict[str, jax.Array]:
         """The flow's fields on the grid: ``velocity`` ``(3, Nx, Ny, Nz)``, a plane's normal component zero."""
@@ -133,9 +130,9 @@ class FreeSlipConvection(SemiLinearEquation):
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Temperature, theta, the flow's fields (:meth:`flow_fields`) and the passive scalars, on the grid."""
-        carried = self.carried(state)
+        velocity, carried = self.on_grid(state)
         out = {"temperature": 1 - self.heights() + carried[0], "theta": carried[0],
-               **self.flow_fields(state, self.velocity(state))}
+               **self.flow_fields(state, velocity)}
         if self.physics.scalars:
             out["scalar"] = self.lifts() + carried[1:]
         return out
@@ -153,7 +150,7 @@ class FreeSlipConvection(SemiLinearEquation):
         energy = 0.5 * ops.mean(power)
         dissipation = nu * ops.mean(gradients)
         bottom, top = plate_nusselt(ops, theta, self.fft.size, self.box[2])
-        velocity = self.velocity(state)
+        velocity, _ = self.on_grid(state)
         scalars = sine_scalar_diagnostics(ops, self.physics.scalars, state[self.flow_entries + 1:], params,
                                           self.box[2])
         return {**scalars,
@@ -181,7 +178,7 @@ class FreeSlipConvection(SemiLinearEquation):
         passive scalar's average ``scalar{i}``."""
         _, kappa = free_fall(params)
         ops = self.ops
-        velocity, carried = self.velocity(state), self.carried(state)
+        velocity, carried = self.on_grid(state)
         theta = carried[0]
         slope = self.fft.inverse_walls(ops.horizontal() * ops.k[2] * state[self.flow_entries], "even")
         out = {"temperature": jnp.mean(1 - self.heights() + theta, axis=(0, 1)),

@@ -62,12 +62,10 @@ class Convection(FreeSlipConvection):
         odd = self.fft.inverse_walls(state[2:], "odd")
         return [even[0], even[1], *odd]
 
-    def velocity(self, state: jax.Array) -> list[jax.Array]:
-        """(u, v, w) on the grid."""
-        return self.real(state)[:3]
-
-    def carried(self, state: jax.Array) -> jax.Array:
-        return jnp.stack(self.real(state)[3:])
+    def on_grid(self, state: jax.Array) -> tuple[list[jax.Array], jax.Array]:
+        """(u, v, w) and (theta, s'_1 .. s'_S) on the grid."""
+        u, v, w, *carried = self.real(state)
+        return [u, v, w], jnp.stack(carried)
 
     def w_hat(self, state: jax.Array) -> jax.Array:
         return state[2]

@@ -51,13 +51,11 @@ class Convection2D(FreeSlipConvection):
         psi = omega_hat * self.ops.inv_k2
         return self.ops.k[2] * psi, -1j * self.ops.k[1] * psi
 
-    def velocity(self, state: jax.Array) -> list[jax.Array]:
-        """(u, w) on the grid."""
+    def on_grid(self, state: jax.Array) -> tuple[list[jax.Array], jax.Array]:
+        """(u, w) and (theta, s'_1 .. s'_S) on the grid."""
         u_hat, w_hat = self.velocity_hat(state[0])
-        return [self.fft.inverse_walls(u_hat, "even"), self.fft.inverse_walls(w_hat, "odd")]
-
-    def carried(self, state: jax.Array) -> jax.Array:
-        return self.fft.inverse_walls(state[1:], "odd")
+        velocity = [self.fft.inverse_walls(u_hat, "even"), self.fft.inverse_walls(w_hat, "odd")]
+        return velocity, self.fft.inverse_walls(state[1:], "odd")
 
     def w_hat(self, state: jax.Array) -> jax.Array:
         return self.velocity_hat(state[0])[1]
