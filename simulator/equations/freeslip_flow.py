@@ -85,7 +85,8 @@ class FreeSlipConvection(SemiLinearEquation):
 
     @abc.abstractmethod
     def power(self, state: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """Per mode, |u_hat|^2 and |grad u|^2's spectral density (the kinetic energy's and dissipation's, over nu)."""
+        """Per mode, the spectral densities of |u|^2 (twice the kinetic energy's) and of |grad u|^2 (the kinetic
+        dissipation's over nu)."""
 
     @abc.abstractmethod
     def flow_diagnostics(self, state: jax.Array, velocity: Sequence[jax.Array]) -> dict[str, jax.Array]:
