@@ -317,3 +317,22 @@ def test_a_box_state_starts_a_finer_box_by_its_sine_and_cosine_series(devices, t
         want = np.asarray(stored[name])
         assert np.max(np.abs(np.asarray(remapped[name])[..., ::2, ::2, 1::3] - want)) < 1e-14 * np.max(np.abs(want))
     assert float(finer.diagnostics(state, 0.01)["divergence"]) < 1e-13
+
+
+def test_the_plane_and_the_box_are_cases_of_one_free_slip_skeleton():
+    """Both free-slip equations are declared by one function (simulator.equations.freeslip.freeslip_info) and run on
+    one skeleton (simulator.equations.freeslip_flow.FreeSlipConvection): the linear part, fields, diagnostics,
+    profiles, spectra and initial conditions are the skeleton's alone, and each geometry gives only its state's flow
+    (the plane its vorticity, one state entry; the box its velocity, three)."""
+    from simulator.equations import registry
+    from simulator.equations.freeslip import freeslip_info
+    from simulator.equations.freeslip_flow import BUILDERS, FreeSlipConvection
+
+    shared = ("linear", "exp_linear", "fields", "diagnostics", "profiles", "spectra", "lifts", "wall_lift", "heights")
+    for name, entries in (("convection2d", 1), ("convection", 3)):
+        info = registry()[name]
+        assert info == freeslip_info(info.params, info.initials[1], info.implementation, info.dimensions)
+        cls = info.load()
+        assert issubclass(cls, FreeSlipConvection) and cls.flow_entries == entries and cls.builders is BUILDERS
+        own = [m for m in shared if m in vars(cls)]
+        assert not own, f"{name} writes its own {own}"

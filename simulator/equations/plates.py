@@ -3,9 +3,11 @@ in free-fall units and their checks, the conductive initial condition, a linear 
 theory (Rayleigh 1916; Chandrasekhar 1961, ch. II): a mode cos(a x) sin(n pi z) of the conductive state grows at
 sigma = -(nu + kappa) K^2 / 2 + sqrt(((nu - kappa) K^2 / 2)^2 + a^2 / K^2), K^2 = a^2 + (n pi)^2, which changes sign at
 Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2), in a plane and in a box (a the horizontal
-wavenumber). :mod:`simulator.equations.walled` holds what their implementations share. The equations between
+wavenumber). :mod:`simulator.equations.freeslip_flow` is the skeleton their implementations run on,
+:mod:`simulator.equations.walled` holds the helpers they share. The equations between
 no-slip plates (a plane's and a box's) declare their parameters, scales, diagnostics and plot here alike too
-(:class:`NoSlipFreeFallParams`); :mod:`simulator.equations.noslip` is their one implementation.
+(:class:`NoSlipFreeFallParams`); :mod:`simulator.equations.noslip` is their one implementation. What every convection
+declaration holds is :func:`convection_info`'s; the free-slip family's own is :mod:`simulator.equations.freeslip`.
 """
 
 from __future__ import annotations
@@ -267,51 +269,69 @@ CONVECTION_PLOT = PlotSpec(
 )
 
 
+#: the velocity of convection in a plane and in a box, and the plane's vorticity
+PLANE_VELOCITY = FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to the "
+                              "plane (3, 1, Nx, Nz)", r"|u|")
+BOX_VELOCITY = FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|")
+VORTICITY = FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r")
+
+
+def temperature_fields(cells: str) -> dict[str, FieldInfo]:
+    """The temperature b and its departure theta from the conductive profile, on ``cells`` (the grid's shape)."""
+    return {"temperature": FieldInfo(0, f"temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top {cells}",
+                                     "b", cmap="RdBu_r"),
+            "theta": FieldInfo(0, f"departure theta of the temperature from the conductive profile 1 - z {cells}",
+                               r"\theta", cmap="RdBu_r")}
+
+
+def convection_info(params: type[EquationParams], mode: type[InitialCondition], implementation: str,
+                    dimensions: int, plates: str, **declared: Any) -> EquationInfo:
+    """What every convection equation declares alike, in a plane (``dimensions`` 2) or a box (3): named by
+    ``params``' default ``name``, starting from the conductive state or its linear mode ``mode``, stepped by
+    ``implementation`` (``"module:Class"``), between the plates of the summary's end ``plates``; ``declared`` the
+    rest of its :class:`~simulator.equations.spec.EquationInfo` (the plates' family's: :func:`noslip_info`,
+    :func:`simulator.equations.freeslip.freeslip_info`)."""
+    return EquationInfo(
+        name=params().name,
+        physics="convection",
+        summary=f"Rayleigh-Benard convection in a {'vertical plane' if dimensions == 2 else 'box'} between {plates}",
+        params=params,
+        initials=(ConductiveWithScalars, mode),
+        implementation=implementation,
+        dimensions=dimensions,
+        walls="required",
+        scales=CONVECTION_SCALES,
+        resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
+        progress=("nusselt", "reynolds", "cfl"),
+        **declared,
+    )
+
+
 def noslip_info(params: type[EquationParams], mode: type[InitialCondition], implementation: str,
                 dimensions: int) -> EquationInfo:
     """The declaration of convection between no-slip plates (the Chebyshev basis; a free-slip plate may face a
-    no-slip one) in a plane (``dimensions`` 2) or a box (3), named by ``params``' default ``name``, its linear mode
-    start ``mode``, stepped by ``implementation`` (``"module:Class"``): one physics, whose geometries differ in their
-    fields, the box's three components in its diagnostics, and the spectra's wavenumber."""
+    no-slip one) in a plane (``dimensions`` 2) or a box (3) (:func:`convection_info`): one physics, whose geometries
+    differ in their fields, the box's three components in its diagnostics, and the spectra's wavenumber."""
     plane = dimensions == 2
-    cells = "(1, Nx, Nz)" if plane else "(Nx, Ny, Nz)"
-    velocity = (FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to the "
-                             "plane (3, 1, Nx, Nz)", r"|u|") if plane else
-                FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"))
     box_diagnostics = {
         "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
         "kmax_eta": NOSLIP_DIAGNOSTICS["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
         "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto points"}
-    return EquationInfo(
-        name=params().name,
-        physics="convection",
-        summary=f"Rayleigh-Benard convection in a {'vertical plane' if plane else 'box'} between no-slip plates "
-                f"(Chebyshev, free-fall units)",
-        params=params,
-        initials=(ConductiveWithScalars, mode),
+    return convection_info(
+        params, mode, implementation, dimensions, "no-slip plates (Chebyshev, free-fall units)",
         protocol=IMEX,
         default_integrator="rk222",
-        implementation=implementation,
-        dimensions=dimensions,
-        walls="required",
         wall_velocity=("no-slip", "free-slip"),  # each plate its own: a free surface above a no-slip plate
         diagonal_linear=False,
-        scales=CONVECTION_SCALES,
         default_box=(4.0, 1.0) if plane else (4.0, 4.0, 1.0),
         fields={
-            "temperature": FieldInfo(0, f"temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top {cells}",
-                                     "b", cmap="RdBu_r"),
-            "theta": FieldInfo(0, f"departure theta of the temperature from the conductive profile 1 - z {cells}",
-                               r"\theta", cmap="RdBu_r"),
+            **temperature_fields("(1, Nx, Nz)" if plane else "(Nx, Ny, Nz)"),
             "scalar": wall_scalars.FIELD,
-            **({"vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r")}
-               if plane else {}),
-            "velocity": velocity,
+            **({"vorticity": VORTICITY} if plane else {}),
+            "velocity": PLANE_VELOCITY if plane else BOX_VELOCITY,
         },
         state_fields=("velocity", "theta", "scalar"),
         diagnostics=NOSLIP_DIAGNOSTICS if plane else {**NOSLIP_DIAGNOSTICS, **box_diagnostics},
-        resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
-        progress=("nusselt", "reynolds", "cfl"),
         spectra={"energy": "kinetic energy per |k_x|, integrated over z: sums to E_K" if plane else "kinetic energy "
                            "per shell of the horizontal wavenumber |k_h|, integrated over z: sums to E_K"},
         spectrum_axes={"energy": "k_h"},

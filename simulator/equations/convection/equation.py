@@ -1,4 +1,6 @@
-"""Rayleigh-Benard convection in a box between free-slip plates: the implementation.
+"""Rayleigh-Benard convection in a box between free-slip plates: the implementation, the box's case of the free-slip
+skeleton :mod:`simulator.equations.freeslip_flow` (the linear part, fields, diagnostics, profiles, spectra and
+initial conditions both geometries share), in velocity form.
 
 The state is the walled spectra (:mod:`simulator.fft.walls`) of (u, v, w, theta), ``(4, Nx, Ny, Nz)``: u and v
 cosine series in z, w and theta sine series, on the entries n = 0 .. Nz - 1 of k_z = n pi / H. The advection is
@@ -18,59 +20,30 @@ series stepped as theta is: d s'/dt = -d_j(u_j s') - w (s1 - s0) / H + kappa_i l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.equations import wall_scalar_terms
-from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.convection import INFO, ConvectionParams
-from simulator.equations.noise import white_noise
+from simulator.equations.base import Params
+from simulator.equations.convection import INFO
+from simulator.equations.freeslip_flow import BUILDERS, FreeSlipConvection
 from simulator.equations.plates import growth_rate
-from simulator.equations.scalars import field_info
-from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import (
-    WalledOperators,
-    free_fall,
-    heights,
-    kmax_eta,
-    plate_nusselt,
-    scalar_lifts,
-    series_cutoff,
-    sine_scalar_diagnostics,
-)
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
+from simulator.equations.walled import free_fall
 
 #: the parity of each state entry (u, v, w, theta)
 PARITY = ("even", "even", "odd", "odd")
 
 
 @final
-class Convection(SemiLinearEquation):
-    """Free-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
+class Convection(FreeSlipConvection):
+    """Free-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend), on the free-slip
+    skeleton (:class:`simulator.equations.freeslip_flow.FreeSlipConvection`): its flow the velocity."""
 
     info = INFO
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ConvectionParams | None = None):
-        super().__init__(fft, box, dtype, physics)
-        self.ops = WalledOperators(fft, self.box, self.dtype)
-
-    @property
-    def field_info(self) -> Mapping[str, FieldInfo]:
-        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
-        return field_info(self.info.fields, len(self.physics.scalars))
-
-    def heights(self) -> jax.Array:
-        """z of the grid points, ``(1, 1, Nz)`` (:func:`simulator.equations.walled.heights`)."""
-        return heights(self.fft, self.box, self.dtype)
-
-    def lifts(self) -> jax.Array:
-        """Each passive scalar's linear profile on the grid's heights, ``(S, 1, 1, Nz)``."""
-        return scalar_lifts(self.physics.scalars, self.heights(), self.box[2]).astype(self.dtype)
+    flow_entries: ClassVar[int] = 3
+    axes: ClassVar[tuple[int, ...]] = (0, 1, 2)
 
     def project(self, f: Sequence[jax.Array]) -> jax.Array:
         """The divergence-free part of a walled vector (x, y cosine series, z sine series), ``(3, Nx, Ny, Nz)``."""
@@ -83,21 +56,54 @@ class Convection(SemiLinearEquation):
         kx, ky, kz = self.ops.k
         return 1j * kx * state[0] + 1j * ky * state[1] + kz * state[2]
 
-    def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (u, v, w, theta, s'_i), ``(4 + S, Nx, Ny, Nz)``."""
-        nu, kappa = free_fall(params)
-        k2 = self.ops.k2
-        rates = (nu, nu, nu, kappa, *wall_scalar_terms.diffusivities(params))
-        return -jnp.stack(jnp.broadcast_arrays(*(rate * k2 for rate in rates)))
-
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        return state * jnp.exp(self.linear(params) * tau)
-
     def real(self, state: jax.Array) -> list[jax.Array]:
         """(u, v, w, theta, s'_1 .. s'_S) on the grid."""
         even = self.fft.inverse_walls(state[:2], "even")
         odd = self.fft.inverse_walls(state[2:], "odd")
         return [even[0], even[1], *odd]
+
+    def on_grid(self, state: jax.Array) -> tuple[list[jax.Array], jax.Array]:
+        """(u, v, w) and (theta, s'_1 .. s'_S) on the grid."""
+        u, v, w, *carried = self.real(state)
+        return [u, v, w], jnp.stack(carried)
+
+    def w_hat(self, state: jax.Array) -> jax.Array:
+        return state[2]
+
+    def power(self, state: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """|u_hat|^2 and k^2 |u_hat|^2."""
+        power = jnp.sum(jnp.abs(state[:3]) ** 2, axis=0)
+        return power, self.ops.k2 * power
+
+    def flow_diagnostics(self, state: jax.Array, velocity: Sequence[jax.Array]) -> dict[str, jax.Array]:
+        """max |div u| on the grid: round-off."""
+        return {"divergence": jnp.max(jnp.abs(self.fft.inverse_walls(self.divergence(state), "even")))}
+
+    def at_rest(self) -> dict[str, jax.Array]:
+        return {"velocity": jnp.zeros((3, *self.fft.shape), self.dtype)}
+
+    def growth_rate(self, a: float, n: int, params: Params) -> jax.Array:
+        """The closed form without rotation; rotating, the cubic's largest root, on the host at the run's (traced)
+        Rayleigh and Prandtl numbers."""
+        taylor = self.physics.taylor
+        if not taylor:
+            return super().growth_rate(a, n, params)
+        rate = jax.ShapeDtypeStruct((), self.dtype)
+        return jax.pure_callback(lambda ra, pr: np.asarray(growth_rate(float(ra), float(pr), float(a), n, taylor),
+                                                           rate.dtype), rate, params["rayleigh"], params["prandtl"])
+
+    def mode_flow(self, a: float, q: float, x: jax.Array, z: jax.Array, amplitude: float, sigma: jax.Array,
+                  params: Params) -> dict[str, jax.Array]:
+        """w = (sigma + kappa K^2) theta, u from continuity and, rotating, the vertical vorticity's v
+        (:class:`..BoxMode`)."""
+        nu, kappa = free_fall(params)
+        k2 = a**2 + q**2
+        growth = (sigma + kappa * k2) * amplitude
+        w = jnp.broadcast_to(growth * jnp.cos(a * x) * jnp.sin(q * z), self.fft.shape)
+        u = jnp.broadcast_to(-(q / a) * growth * jnp.sin(a * x) * jnp.cos(q * z), self.fft.shape)
+        swirl = jnp.sqrt(self.physics.taylor) * nu * q * growth / (a * (sigma + nu * k2))  # the vertical vorticity's v
+        v = jnp.broadcast_to(swirl * jnp.sin(a * x) * jnp.cos(q * z), self.fft.shape)
+        return {"velocity": jnp.stack([u, v, w])}
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """-d_j(u_i u_j) + theta z_hat projected, -d_j(u_j theta) + w and each scalar's -d_j(u_j s') - w (s1 - s0) / H,
@@ -118,12 +124,9 @@ class Convection(SemiLinearEquation):
             fx, fy = fx + f * state[1], fy - f * state[0]
         fz = -(1j * kx * uw + 1j * ky * vw - kz * ww) + state[3]
         # w carries the conductive profile 1 - z of the temperature and each scalar's linear one
-        slopes = jnp.asarray([1.0] + [-(b - a) / self.box[2] for a, b in (s.plates()[1] for s in self.physics.scalars)],
-                             self.dtype).reshape(-1, 1, 1, 1)
+        slopes = jnp.asarray([1.0, *self.profile_slopes()], self.dtype).reshape(-1, 1, 1, 1)
         ft = -(1j * kx * ut + 1j * ky * vt - kz * wt) + slopes * state[2]
         return ops.dealias * jnp.concatenate([self.project([fx, fy, fz]), ft])
-
-    # ---- states and fields ------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """The dealiased, projected walled spectra of ``velocity`` ``(3, Nx, Ny, Nz)``, ``theta`` and each scalar less
@@ -144,93 +147,5 @@ class Convection(SemiLinearEquation):
             return ("odd",) * len(self.physics.scalars)
         return PARITY[:3] if name == "velocity" else PARITY[3:]
 
-    def wall_lift(self, name: str) -> jax.Array | None:
-        """Each scalar's linear profile (``scalar``: its plates' values, not a sine series); None for the others."""
-        return self.lifts() if name == "scalar" and self.physics.scalars else None
 
-    def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        u, v, w, theta, *scalars = self.real(state)
-        out = {"temperature": 1 - heights(self.fft, self.box, self.dtype) + theta, "theta": theta,
-               "velocity": jnp.stack([u, v, w])}
-        if scalars:
-            out["scalar"] = self.lifts() + jnp.stack(scalars)
-        return out
-
-    # ---- diagnostics, spectra and profiles ----------------------------------------------------------------
-
-    def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Kinetic energy, the Nusselt numbers, Reynolds number, dissipations, max |div u| and the CFL number."""
-        ops = self.ops
-        nu, kappa = free_fall(params)
-        power = jnp.sum(jnp.abs(state[:3]) ** 2, axis=0)
-        energy = 0.5 * ops.mean(power)
-        bottom, top = plate_nusselt(ops, state[3], self.fft.size, self.box[2])
-        u, v, w = self.real(state)[:3]
-        divergence = self.fft.inverse_walls(self.divergence(state), "even")
-        return {**sine_scalar_diagnostics(ops, self.physics.scalars, state[4:], params, self.box[2]),
-                "kinetic_energy": energy,
-                "nusselt": 1 + ops.mean(jnp.real(jnp.conj(state[2]) * state[3])) / kappa,
-                "nusselt_bottom": bottom, "nusselt_top": top,
-                "reynolds": jnp.sqrt(2 * energy) / nu,
-                "kinetic_dissipation": nu * ops.mean(ops.k2 * power),
-                "kmax_eta": kmax_eta(series_cutoff(self.fft, self.box), nu, kappa, nu * ops.mean(ops.k2 * power)),
-                "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * jnp.abs(state[3]) ** 2)),
-                "divergence": jnp.max(jnp.abs(divergence)),
-                "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[0] + jnp.abs(v) / self.spacing[1]
-                                    + jnp.abs(w) / self.spacing[2])}
-
-    def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """The kinetic energy per shell of |k|."""
-        ops = self.ops
-        power = 0.5 * ops.weight * jnp.sum(jnp.abs(state[:3]) ** 2, axis=0) / float(self.fft.size) ** 2
-        return {"energy": spectra.shell_sum(power, ops.k, self.fft.shape, self.box)}
-
-    def profiles(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Averages over (x, y) at each height, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`)."""
-        _, kappa = free_fall(params)
-        ops = self.ops
-        u, v, w, theta, *scalars = self.real(state)
-        slope = self.fft.inverse_walls(ops.horizontal() * ops.k[2] * state[3], "even")
-        out = {"temperature": jnp.mean(1 - heights(self.fft, self.box, self.dtype) + theta, axis=(0, 1)),
-               "velocity_rms": jnp.sqrt(jnp.mean(u**2 + v**2 + w**2, axis=(0, 1))),
-               "heat_flux": 1 + jnp.mean(w * theta, axis=(0, 1)) / kappa - jnp.mean(slope, axis=(0, 1))}
-        if scalars:
-            out.update(wall_scalar_terms.profiles(self.lifts() + jnp.stack(scalars)))
-        return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
-
-
-def conductive(eq: Convection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A xi 4 z (1 - z), xi unit white noise; at rest."""
-    z = heights(eq.fft, eq.box, eq.dtype)
-    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
-    return {"velocity": jnp.zeros((3, *eq.fft.shape), eq.dtype), "theta": theta}
-
-
-def mode(eq: Convection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A cos(a x) sin(n pi z) with its eigenvector's velocity (:class:`..BoxMode`)."""
-    m_x, n = ic.modes
-    a, q = 2 * jnp.pi * m_x / eq.box[0], n * jnp.pi / eq.box[2]
-    z = heights(eq.fft, eq.box, eq.dtype)
-    theta = jnp.broadcast_to(ic.amplitude * jnp.cos(a * c[0]) * jnp.sin(q * z), eq.fft.shape)
-    zero = jnp.zeros(eq.fft.shape, eq.dtype)
-    if m_x == 0:
-        return {"velocity": jnp.stack([zero, zero, zero]), "theta": theta}
-    nu, kappa = free_fall(params)
-    k2 = a**2 + q**2
-    taylor = eq.physics.taylor
-    if taylor:  # the cubic's largest root, on the host at the run's (traced) Rayleigh and Prandtl numbers
-        rate = jax.ShapeDtypeStruct((), eq.dtype)
-        sigma = jax.pure_callback(lambda ra, pr: np.asarray(growth_rate(float(ra), float(pr), float(a), n, taylor),
-                                                            rate.dtype), rate, params["rayleigh"], params["prandtl"])
-    else:
-        sigma = -(nu + kappa) * k2 / 2 + jnp.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
-    growth = (sigma + kappa * k2) * ic.amplitude
-    w = jnp.broadcast_to(growth * jnp.cos(a * c[0]) * jnp.sin(q * z), eq.fft.shape)
-    u = jnp.broadcast_to(-(q / a) * growth * jnp.sin(a * c[0]) * jnp.cos(q * z), eq.fft.shape)
-    swirl = jnp.sqrt(taylor) * nu * q * growth / (a * (sigma + nu * k2))  # the vertical vorticity's v
-    v = jnp.broadcast_to(swirl * jnp.sin(a * c[0]) * jnp.cos(q * z), eq.fft.shape)
-    return {"velocity": jnp.stack([u, v, w]), "theta": theta}
-
-
-Convection.builders = {"conductive": wall_scalar_terms.with_scalars(conductive),
-                       "mode": wall_scalar_terms.with_scalars(mode)}
+Convection.builders = BUILDERS
