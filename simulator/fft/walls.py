@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.fft import bases
-from simulator.fft.bases import CHEBYSHEV, SERIES, fft_friendly
+from simulator.fft.bases import CHEBYSHEV, LEGENDRE, SERIES, fft_friendly
 from simulator.fft.local import LocalFFT
 
 
@@ -100,6 +100,21 @@ def chebyshev_backward(dct: Callable[[jax.Array], jax.Array], coefficients: jax.
     return jnp.flip(dct(coefficients * (0.5 * chebyshev_ends(coefficients.shape[-1]))), -1)
 
 
+def legendre_forward(values: jax.Array) -> jax.Array:
+    """The Legendre coefficients ``a[..., k]`` of values (real or complex) on the ascending Legendre-Gauss-Lobatto
+    points (same shape): the dense matrix of :func:`simulator.fft.bases.legendre_matrices`, exact for polynomials of
+    degree N - 1."""
+    inverse = bases.legendre_matrices(values.shape[-1])[1]
+    return jnp.matmul(values, inverse.T.astype(jnp.finfo(values.dtype).dtype), precision=jax.lax.Precision.HIGHEST)
+
+
+def legendre_backward(coefficients: jax.Array) -> jax.Array:
+    """The values on the ascending Legendre-Gauss-Lobatto points of Legendre ``coefficients[..., k]`` (same shape)."""
+    vandermonde = bases.legendre_matrices(coefficients.shape[-1])[0]
+    return jnp.matmul(coefficients, vandermonde.T.astype(jnp.finfo(coefficients.dtype).dtype),
+                      precision=jax.lax.Precision.HIGHEST)
+
+
 def _rfft_last(local: LocalFFT) -> Callable[[jax.Array], jax.Array]:
     return lambda x: local.rfftn(x, (-1,))
 
@@ -111,6 +126,8 @@ def forward_z(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
         raise ValueError(f"parity {parity!r}: one of {SERIES}")
     if parity == CHEBYSHEV:
         return chebyshev_forward(functools.partial(dct1_of, local), x)
+    if parity == LEGENDRE:
+        return legendre_forward(x)
     n = x.shape[-1]
     mirrored = jnp.flip(x, -1)
     spectrum = local.rfftn(jnp.concatenate([x, mirrored if parity == "even" else -mirrored], -1), (-1,))[..., :n]
@@ -127,6 +144,8 @@ def inverse_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     coefficients = jnp.real(k)
     if parity == CHEBYSHEV:
         return chebyshev_backward(functools.partial(dct1_of, local), coefficients)
+    if parity == LEGENDRE:
+        return legendre_backward(coefficients)
     dtype = jnp.result_type(coefficients, jnp.complex64)
     phase = _phase(n, dtype, 1.0)
     if parity == "odd":  # a sine series has no n = 0 term: that entry is ignored, as irfft ignores an imaginary mean
@@ -196,6 +215,12 @@ class WalledTransforms:
 
     def _iwalls_chebyshev(self, k: jax.Array) -> jax.Array:
         return self._iwalls(CHEBYSHEV, k)
+
+    def _walls_legendre(self, x: jax.Array) -> jax.Array:
+        return self._walls(LEGENDRE, x)
+
+    def _iwalls_legendre(self, k: jax.Array) -> jax.Array:
+        return self._iwalls(LEGENDRE, k)
 
     def forward_walls(self, x: jax.Array, parity: str) -> jax.Array:
         """The walled spectrum of a real field ``(*batch, Nx, Ny, Nz)`` whose z series is a sine (``odd``), a

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.walls import chebyshev, helmholtz
+from simulator.walls import chebyshev, helmholtz, legendre
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _of(module: Any, solver: type) -> Basis:
 
 
 #: the bases by the name ``grid.walls.basis`` gives them
-BASES = {"chebyshev": _of(chebyshev, helmholtz.Helmholtz)}
+BASES = {"chebyshev": _of(chebyshev, helmholtz.Helmholtz), "legendre": _of(legendre, legendre.Helmholtz)}
 CHEBYSHEV = BASES["chebyshev"]
 
 
