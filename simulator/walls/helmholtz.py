@@ -101,15 +101,15 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
     return jnp.stack(parts, -3)
 
 
-def _rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
+def parity_rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
     """``v[..., m]`` as the banded solves' rows ``(size, ..., 2)``: entry 2 i + p at row i of parity p, the shorter
     parity padded with a zero."""
     v = jnp.concatenate([v, jnp.zeros((*v.shape[:-1], 2 * size - v.shape[-1]), v.dtype)], -1)
     return jnp.moveaxis(v.reshape(*v.shape[:-1], size, 2), -2, 0)
 
 
-def _unrows(v: jnp.ndarray, m: int) -> jnp.ndarray:
-    """The inverse of :func:`_rows` for ``m`` entries."""
+def from_parity_rows(v: jnp.ndarray, m: int) -> jnp.ndarray:
+    """The inverse of :func:`parity_rows` for ``m`` entries."""
     v = jnp.moveaxis(v, 0, -2)
     return v.reshape(*v.shape[:-2], -1)[..., :m]
 
@@ -199,7 +199,7 @@ class Helmholtz:
                           -alpha[..., 0] * q[3, 0] * lift[..., 1], -alpha[..., 0] * q[4, 0] * lift[..., 2]], -1)
         rhs = apply_quasi_inverse(half**2 * f)
         rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
-        hat = _unrows(banded.solve(self.factors, _rows(rhs, self.factors.upper.shape[0])), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, parity_rows(rhs, self.factors.upper.shape[0])), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
         u = u.at[..., 2:].add(hat * galerkin_beta(n, condition))
         return u.at[..., :3].add(lift.astype(u.dtype))

@@ -34,7 +34,7 @@ import numpy as np
 from simulator.fft import bases, walls
 from simulator.walls import banded, helmholtz
 from simulator.walls.chebyshev import DEALIAS, boundary_values, pad
-from simulator.walls.helmholtz import DIRICHLET, _rows, _unrows
+from simulator.walls.helmholtz import DIRICHLET, from_parity_rows, parity_rows
 
 #: the basis's name (``grid.walls.basis``, :mod:`simulator.walls.bases`)
 NAME = "legendre"
@@ -187,6 +187,6 @@ class Helmholtz(helmholtz.Helmholtz):
             - self.alpha[..., None] * lift
         g = (half**2 * f).at[..., :3].add(ends.astype(jnp.result_type(f, ends)))
         rhs = jnp.matmul(g, test.astype(jnp.finfo(g.dtype).dtype), precision=jax.lax.Precision.HIGHEST)
-        hat = _unrows(banded.solve(self.factors, _rows(rhs, self.factors.upper.shape[0])), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, parity_rows(rhs, self.factors.upper.shape[0])), n - 2)
         u = jnp.matmul(hat, basis.T.astype(jnp.finfo(hat.dtype).dtype), precision=jax.lax.Precision.HIGHEST)
         return u.at[..., :3].add(lift.astype(u.dtype))
