@@ -25,7 +25,8 @@ legval, legder = np.polynomial.legendre.legval, np.polynomial.legendre.legder
 def test_the_points_are_legendres_and_the_series_numpys():
     """The points are +-1 and the roots of L_N' (not the Chebyshev points); forward and backward are NumPy's
     Legendre series there, the derivative its legder, the plate slopes L_k'(+-1), the weights Gauss-Lobatto's
-    (exact to degree 2N - 1), the integrals 2 for L_0 alone, the padded product NumPy's legmul truncated."""
+    (exact to degree 2N - 1), the integrals 2 for L_0 alone, the padded product NumPy's legmul truncated, a regrid's
+    matrix exact for the kept degrees."""
     n = 13
     x = legendre.points(n)
     roots = np.sort(np.polynomial.legendre.Legendre.basis(n - 1).deriv().roots())
@@ -45,6 +46,13 @@ def test_the_points_are_legendres_and_the_series_numpys():
     assert list(legendre.integrals(4)) == [2.0, 0.0, 0.0, 0.0]
     np.testing.assert_allclose(legendre.product(jnp.asarray(c), jnp.asarray(c)),
                                np.polynomial.legendre.legmul(c, c)[:n], rtol=0, atol=1e-13)
+    # a restart on another grid (simulator.run.remap): a polynomial of the kept degrees moves between point sets exactly
+    from simulator.fft.bases import resample_matrix
+
+    for other in (9, 21):
+        kept = np.where(np.arange(n) < min(n, other), c, 0.0)
+        np.testing.assert_allclose(resample_matrix("legendre", n, other) @ legval(x, kept),
+                                   legval(legendre.points(other), kept), rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("condition", ["dirichlet", "neumann", ("dirichlet", "neumann"), ("neumann", "dirichlet")])
@@ -144,3 +152,19 @@ def test_the_command_line_takes_the_legendre_basis_and_refuses_another_name(capf
     assert status == 2
     line = err.strip()
     assert "\n" not in line and "grid.walls.basis" in line and "jacobi" in line and "legendre" in line, line
+
+
+def test_a_channels_statistics_on_legendre_points_are_exact_for_laminar_poiseuille_flow():
+    """channel_statistics of samples on the Legendre points (basis legendre): the bulk velocity 2/3, the wall stress
+    2 nu at each plate and the total shear stress -G y, exactly; read as Chebyshev points they are not."""
+    from simulator.walls import bases
+    from simulator.walls.channel_stats import channel_statistics
+
+    nu, y = 1e-2, legendre.points(17)
+    samples = np.zeros((2, 2, 4, y.size))
+    samples[:, 0] = channel.poiseuille(y)
+    stats = channel_statistics(samples, nu, (2 * math.pi,), pressure_gradient=2 * nu, basis=bases.of("legendre"))
+    assert stats.bulk_velocity == pytest.approx(2 / 3, rel=1e-14)
+    assert stats.tau_bottom == pytest.approx(2 * nu, rel=1e-12) and stats.tau_top == pytest.approx(2 * nu, rel=1e-12)
+    np.testing.assert_allclose(stats.total_shear_stress, -2 * nu * y, atol=1e-15)
+    assert abs(channel_statistics(samples, nu, (2 * math.pi,)).bulk_velocity - 2 / 3) > 1e-3
