@@ -1,13 +1,14 @@
 """What every equation between no-slip plates shares, convection (:mod:`simulator.equations.noslip`) and the channel
-(:mod:`simulator.equations.channel_flow`) alike: the layout of their walled Chebyshev spectra, the velocity rebuilt
+(:mod:`simulator.equations.channel_flow`) alike: the layout of their walled spectra, the velocity rebuilt
 from the state of :mod:`simulator.walls.flow`, the explicit terms of the velocity-vorticity formulation (the
 products in rotational form), the step on the flow core, the volume means. An equation of the family says its flow
 core's plates and parameters (:meth:`NoSlipEquation.core`), the sources it adds to the products (buoyancy:
 :meth:`NoSlipEquation._sources`), its state from fields and its outputs; one whose products need the advective form
 gives its own :meth:`NoSlipEquation._advected` (the channel's mean shear: :mod:`simulator.equations.channel_flow`).
 
-Layout: the state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x,
-"chebyshev")``: NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients across the plates)
+Layout: the state is a :class:`simulator.walls.flow.State` of walled spectra (``forward_walls(x, basis.name)``: NumPy's
+FFT along the periodic axes, unnormalised, by the coefficients across the plates of the run's basis, Chebyshev or
+Legendre: :mod:`simulator.walls.bases`, which is all the family asks of the basis)
 on the backend's grid ``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x the grid's second axis, no y); z is the
 direction across the plates, whatever a config calls it. The arrays are held in the real layout (split along the
 grid's first or second axis, whole along z), so each device solves its modes' columns whole; the transforms' own
@@ -18,9 +19,9 @@ The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator
 horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products on the grid, H = u x omega
 (rotational form: :meth:`NoSlipEquation._advected` says why the gradient of |u|^2/2 may be dropped) plus the
 equation's sources, and -(u . grad) s for each scalar, transformed back and dealiased by the 2/3 rule along the
-periodic axes (|m| < N/3) and along the Chebyshev coefficients (k < 2 Nz/3), then h_w = -k^2 H_z - d/dz (i k_x H_x +
-i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x, h_(U, V) the k = 0
-entries of (H_x, H_y), h_s.
+periodic axes (|m| < N/3) and along the coefficients across the plates (degrees k < 2 Nz/3), then h_w = -k^2 H_z
+- d/dz (i k_x H_x + i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x,
+h_(U, V) the k = 0 entries of (H_x, H_y), h_s.
 """
 
 from __future__ import annotations
