@@ -294,7 +294,8 @@ def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Seq
     fft = backend(cfg.grid.cells, mesh, compact=compact and (compact_at_least or True), walls=cfg.grid.walls.on,
                   basis=cfg.grid.walls.bounded)
     fft.layout_reason = {None: why, "sincos": "the plates' sine and cosine series",
-                         "chebyshev": "the plates' Chebyshev series"}[cfg.grid.walls.bounded]
+                         "chebyshev": "the plates' Chebyshev series",
+                         "legendre": "the plates' Legendre series"}[cfg.grid.walls.bounded]
     fft.step_in_turn = cfg.fft.in_turn is True  # auto: all at once unless the memory check chose true
     return fft
 

@@ -105,8 +105,8 @@ def test_free_slip_plates_run_on_the_chebyshev_basis_where_grid_walls_basis_asks
     assert cfg.physics.name == "convection2d_noslip" and cfg.grid.walls.series == "chebyshev"
     assert load(CONFIGS + "convection_3d.yaml", {"grid.walls.basis": "chebyshev", "time.integrator": "rk222"}
                 ).physics.name == "convection_noslip"
-    with pytest.raises(ConfigError, match=r"^grid\.walls\.basis = 'sincos' cannot hold a no-slip plate; auto or "
-                                          r"chebyshev with a no-slip plate"):
+    with pytest.raises(ConfigError, match=r"^grid\.walls\.basis = 'sincos' cannot hold a no-slip plate; auto, "
+                                          r"chebyshev or legendre with a no-slip plate"):
         load(config, {"grid.walls.basis": "sincos"})
     with pytest.raises(ConfigError, match=r"^grid\.walls\.basis = 'chebyshev' is not available for this equation; "
                                           r"auto or sincos for physics.name = convection2d .*physics.name convection "

@@ -42,9 +42,11 @@ VELOCITY_WALLS = ("free-slip", "no-slip")
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
 SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
 #: the fewest points across the plates each bounded basis runs with: the Helmholtz solves of the no-slip flows
-#: (simulator.walls.helmholtz) take n >= 4 Chebyshev coefficients, 4 Gauss-Lobatto points (below that the compiled
-#: step fails); a sine or cosine series runs on 2
-MIN_ACROSS = {"sincos": 2, "chebyshev": 4}
+#: (simulator.walls.helmholtz) take n >= 4 coefficients, 4 Gauss-Lobatto points (below that the compiled step
+#: fails); a sine or cosine series runs on 2
+MIN_ACROSS = {"sincos": 2, "chebyshev": 4, "legendre": 4}
+#: the polynomial bases (simulator.walls.bases), on which each plate has its own conditions, by their names
+POLYNOMIAL = {"chebyshev": "Chebyshev", "legendre": "Legendre"}
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,11 @@ class WallsConfig:
                                            "no-slip plates: between free-slip ones it would make the temperature a "
                                            "cosine series)")
     basis: str = setting("auto", "the basis across the plates: auto (sine and cosine series between free-slip "
-                         "plates, Chebyshev with a no-slip plate), sincos (free-slip plates only) or chebyshev (any "
+                         "plates, Chebyshev with a no-slip plate), sincos (free-slip plates only), chebyshev (any "
                          "plates: free-slip plates on Chebyshev series as Dedalus runs them, each plate its own "
-                         "temperature condition)", choices=("auto", "sincos", "chebyshev"))
+                         "temperature condition) or legendre (the same plates on Legendre series, Shen-Legendre "
+                         "Galerkin solves; dense transforms, for a few dozen points across)",
+                         choices=("auto", "sincos", "chebyshev", "legendre"))
 
     @property
     def on(self) -> bool:
@@ -239,18 +243,20 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
                               f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
                               f"{' or '.join(takes)}", "is not available for this equation")
     if walls.basis == "sincos" and "no-slip" in walls.velocity:
-        raise ConfigError("grid.walls.basis", walls.basis, "auto or chebyshev with a no-slip plate (the sine and "
-                          f"cosine series hold free-slip plates only; grid.walls.velocity = {list(walls.velocity)})",
+        raise ConfigError("grid.walls.basis", walls.basis, "auto, chebyshev or legendre with a no-slip plate (the sine "
+                          "and cosine series hold free-slip plates only; grid.walls.velocity = "
+                          f"{list(walls.velocity)})",
                           "cannot hold a no-slip plate")
-    if info.wall_velocity[0] == "free-slip" and walls.series == "chebyshev":  # a sine and cosine equation
+    if info.wall_velocity[0] == "free-slip" and walls.series in POLYNOMIAL:  # a sine and cosine equation
         takes = sorted(name for name, other in equations.items() if other.walls != "none"
                        and other.wall_velocity[0] == "no-slip" and other.dimensions == info.dimensions
                        and "free-slip" in other.wall_velocity)
         names = ([info.physics] if info.physics else []) + takes
         raise ConfigError("grid.walls.basis", walls.basis, f"auto or sincos for physics.name = {cfg.physics.name} "
-                          f"(sine and cosine series); the Chebyshev basis: physics.name {' or '.join(names)}",
+                          f"(sine and cosine series); the {POLYNOMIAL[walls.series]} basis: physics.name "
+                          f"{' or '.join(names)}",
                           "is not available for this equation")
-    if info.wall_velocity[0] == "no-slip" and walls.series != "chebyshev":  # a Chebyshev equation
+    if info.wall_velocity[0] == "no-slip" and walls.series not in POLYNOMIAL:  # a Chebyshev or Legendre equation
         takes = sorted(name for name, other in equations.items() if other.walls != "none"
                        and other.wall_velocity[0] == "free-slip" and other.dimensions == info.dimensions)
         on_chebyshev = ", or grid.walls.basis: chebyshev" if "free-slip" in info.wall_velocity else ""
@@ -268,7 +274,8 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
                           "with a no-slip plate or grid.walls.basis: chebyshev", "mixes conditions")
     fewest, across = MIN_ACROSS[walls.series], cfg.grid.shape[-1]
     if across < fewest:
-        kind, basis = ("no-slip", "Chebyshev") if walls.series == "chebyshev" else ("free-slip", "sine and cosine")
+        kind, basis = ("no-slip", POLYNOMIAL[walls.series]) if walls.series in POLYNOMIAL else ("free-slip",
+                                                                                                  "sine and cosine")
         raise ConfigError("grid.shape", list(cfg.grid.shape), f"at least {fewest} points across the {kind} plates "
                           f"(the last entry): the fewest the {basis} basis runs with",
                           "has too few points across the plates")
@@ -326,7 +333,7 @@ def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     no_slip = (VELOCITY_WALLS[1] in velocity if isinstance(velocity, (list, tuple))
                else info.wall_velocity[0] == VELOCITY_WALLS[1])
     # free-slip plates on the Chebyshev basis where the config asks for it (grid.walls.basis), as Dedalus runs them
-    no_slip = no_slip or (isinstance(walls, Mapping) and walls.get("basis") == "chebyshev")
+    no_slip = no_slip or (isinstance(walls, Mapping) and walls.get("basis") in POLYNOMIAL)
     members = [m for m in equations.values() if m.physics == name and m.dimensions == dims]
     # plates no member takes go to the grid's member, which refuses them in its words
     chosen = next((m for m in members if (VELOCITY_WALLS[1] in m.wall_velocity) == no_slip),

@@ -38,9 +38,9 @@ from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
 from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
-from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
-from simulator.walls import channel, chebyshev, flow
+from simulator.walls import channel, flow
+from simulator.walls.bases import Basis
 
 
 class ChannelFlow(ChannelOutputs, NoSlipEquation):
@@ -77,7 +77,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
                                flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
-                               hermitian=self.fft.devices == 1)
+                               hermitian=self.fft.devices == 1, basis=self.basis)
 
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
@@ -128,7 +128,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         factored = core.factor(dt, tableau) if factored is None else factored  # one factorisation for the step and R
         moved = core.step(self.explicit, dt, tableau, factored)(state, t)
         response = core.mean_response(self._drive(1.0, state.mean), dt, tableau, factored)
-        gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
+        gradient = (params["flux"] - bulk_velocity(moved.mean, self.basis)) / bulk_velocity(response, self.basis)
         return replace(moved, mean=self._replicated(moved.mean + gradient * response))
 
     # ---- states and fields ------------------------------------------------------------------------------
@@ -149,15 +149,15 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         if not self.plane:
             u, v = forward(jnp.stack(along))
             zeta = 1j * self.kx * v - 1j * self.ky * u
-        means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
+        means = [jnp.mean(self.basis.forward(a), axis=(0, 1)) for a in along]
         mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
         scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         return self.carried(flow.State(w, zeta, mean, scalars))
 
     def wall_series(self, name: str) -> tuple[str, ...]:
-        """Every component of the velocity, and each passive scalar, is a Chebyshev series across the plates: a restart
-        at another wall-normal resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
-        return (CHEBYSHEV,) * (len(self.physics.scalars) if name == "scalar" else 3)
+        """Every component of the velocity, and each passive scalar, is a series of the basis across the plates: a
+        restart at another wall-normal resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
+        return (self.basis.name,) * (len(self.physics.scalars) if name == "scalar" else 3)
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy; the passive
@@ -173,7 +173,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
 
     def wall_stresses(self, state: flow.State, params: Params) -> tuple[jax.Array, jax.Array]:
         """The wall shear stress on the bottom plate, nu dU/dy there, and on the top one, -nu dU/dy."""
-        bottom, top = chebyshev.boundary_values(self._dz(state.mean[0]))
+        bottom, top = self.basis.boundary_values(self._dz(state.mean[0]))
         return bottom / params["reynolds"], -top / params["reynolds"]
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -185,7 +185,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         speed = self.plate_velocity(params)
         slip = jnp.stack([jnp.abs(c[0][..., 0] + speed).max(), jnp.abs(c[0][..., -1] - speed).max()]
                          + [jnp.abs(f[..., [0, -1]]).max() for f in c[1:]]).max()
-        y = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
+        y = self.points()
         gaps = np.diff(y)
         local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
         steps = [self.spacing[a] for a in self._axes]
@@ -199,10 +199,10 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
                                  + [viscous / float(gaps[0]), 8.0 * viscous / float(gaps.max())]))
         out = {} if state.scalars is None else wall_scalar_terms.diagnostics(
             state.scalars, self._inverse(state.scalars), params, self._mean_mode(), self._cells, self.box[2],
-            self._volume_mean)
+            self._volume_mean, self.basis)
         return {**out, "kinetic_energy": 0.5 * self._volume_mean(squared),
                 "wall_resolution": wall,
-                "bulk_velocity": bulk_velocity(state.mean),
+                "bulk_velocity": bulk_velocity(state.mean, self.basis),
                 "tau_bottom": tau_bottom, "tau_top": tau_top, "u_tau": u_tau, "re_tau": u_tau * params["reynolds"],
                 "divergence": jnp.max(jnp.abs(sum(g[j][j] for j in range(len(c))))),
                 "slip": slip,
@@ -221,7 +221,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         uv = jnp.mean(prime[0] * prime[-1], axis=(0, 1))
         out = {"mean_velocity": jnp.mean(c[0], axis=(0, 1)), "reynolds_uu": jnp.mean(prime[0] ** 2, axis=(0, 1)),
                "reynolds_vv": jnp.mean(prime[-1] ** 2, axis=(0, 1)), "reynolds_uv": uv,
-               "total_shear_stress": chebyshev.backward(self._dz(state.mean[0])) / params["reynolds"] - uv}
+               "total_shear_stress": self.basis.backward(self._dz(state.mean[0])) / params["reynolds"] - uv}
         if not self.plane:
             out["reynolds_ww"] = jnp.mean(prime[1] ** 2, axis=(0, 1))
         if state.scalars is not None:
@@ -239,9 +239,10 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}
 
 
-def bulk_velocity(mean: jax.Array) -> jax.Array:
-    """U_b = (1/2h) int U dy of the mean flow's Chebyshev coefficients ``(2, Ny)`` (the integrals of the T_k)."""
-    return 0.5 * mean[0] @ jnp.asarray(chebyshev.integrals(mean.shape[-1]), mean.dtype)
+def bulk_velocity(mean: jax.Array, basis: Basis) -> jax.Array:
+    """U_b = (1/2h) int U dy of the mean flow's coefficients ``(2, Ny)`` in ``basis`` (the integrals of its
+    polynomials)."""
+    return 0.5 * mean[0] @ jnp.asarray(basis.integrals(mean.shape[-1]), mean.dtype)
 
 
 def _laminar_profile(eq: ChannelFlow, params: Params) -> jax.Array:
@@ -273,7 +274,7 @@ def _wave_profiles(reynolds: np.ndarray, amplitude: np.ndarray, alpha: float, y:
 def tollmien_schlichting(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """Laminar Poiseuille flow with U_c = 1 plus the Tollmien-Schlichting wave (:class:`..TollmienSchlichting`);
     the Orr-Sommerfeld solve runs on the host at the run's Re, a traced parameter: a callback."""
-    y = np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) - 1
+    y = eq.points() - 1
     shape = jax.ShapeDtypeStruct((2, 2, y.size), eq.dtype)
     wave = jax.pure_callback(lambda re, a: _wave_profiles(re, a, ic.alpha, y).astype(shape.dtype), shape,
                              params["reynolds"], ic.amplitude)

@@ -29,8 +29,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.walls import chebyshev
-
 
 class ChannelOutputs:
     """The energy budget and the wall spectra of a channel (module docstring); mixed into
@@ -74,7 +72,7 @@ class ChannelOutputs:
         spectrum: a Nyquist mode the state holds unlike a real field's (the continuity solve's i k at k = -N/2) is
         what the grid, and so the profiles and the energies, keep of it."""
         hats = self._forward(self._inverse(jnp.stack(self.velocity_hat(state))))
-        return chebyshev.backward(jnp.where(self._mean_mode(), 0.0, hats))
+        return self.basis.backward(jnp.where(self._mean_mode(), 0.0, hats))
 
     def wall_spectra(self: Any, state: Any, params: Any) -> dict[str, jax.Array]:
         """One-dimensional spectra of the velocity's fluctuations at each height ``(N_a/2 + 1, Ny)``, replicated

@@ -25,9 +25,8 @@ from simulator.equations.base import Params
 from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
 from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
-from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
-from simulator.walls import chebyshev, eigen, flow
+from simulator.walls import eigen, flow
 
 
 class NoSlipConvection(NoSlipEquation):
@@ -56,7 +55,7 @@ class NoSlipConvection(NoSlipEquation):
         # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
                                (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane,
-                               hermitian=self.fft.devices == 1)
+                               hermitian=self.fft.devices == 1, basis=self.basis)
 
     def couette(self) -> jax.Array:
         """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
@@ -99,7 +98,7 @@ class NoSlipConvection(NoSlipEquation):
             return without_nyquist(self._forward(x), (self.kx, self.ky)[:len(periodic)], periodic)
 
         scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
-        mean = jnp.mean(chebyshev.forward(velocity[:2]), axis=(1, 2))
+        mean = jnp.mean(self.basis.forward(velocity[:2]), axis=(1, 2))
         if self.plane:
             spectra_ = forward(jnp.stack([velocity[1], theta]))
             mean, zeta = mean.at[1].set(0.0), None
@@ -112,8 +111,8 @@ class NoSlipConvection(NoSlipEquation):
         return self.carried(flow.State(jnp.where(self._mean_mode(), 0.0, spectra_[0]), zeta, mean, scalars_))
 
     def wall_series(self, name: str) -> tuple[str, ...]:
-        """Every field is a Chebyshev series across the plates."""
-        return (CHEBYSHEV,) * (3 if name == "velocity" else len(self.physics.scalars) if name == "scalar" else 1)
+        """Every field is a series of the basis across the plates."""
+        return (self.basis.name,) * (3 if name == "velocity" else len(self.physics.scalars) if name == "scalar" else 1)
 
     def _velocity(self, g: Mapping[str, jax.Array]) -> jax.Array:
         """The velocity field ``(3, *grid)``: (u, w, 0) in a plane, (u, v, w) in a box."""
@@ -135,11 +134,11 @@ class NoSlipConvection(NoSlipEquation):
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def _theta_mean(self, theta_hat: jax.Array) -> jax.Array:
-        """<theta>'s Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
+        """<theta>'s coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
         return wall_scalar_terms.horizontal_mean(theta_hat, self._mean_mode(), self._cells)
 
     def _mean_slope(self, theta_hat: jax.Array) -> jax.Array:
-        """d<theta>/dz's Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
+        """d<theta>/dz's coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
         return self._dz(self._theta_mean(theta_hat))
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -149,8 +148,8 @@ class NoSlipConvection(NoSlipEquation):
         g = self._grid(state)
         components, directions = self._components(), self._directions()
         energy = 0.5 * self._volume_mean(sum(g[c] ** 2 for c in components))
-        bottom, top = chebyshev.boundary_values(self._mean_slope(state.scalars[0]))
-        z = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
+        bottom, top = self.basis.boundary_values(self._mean_slope(state.scalars[0]))
+        z = self.points()
         gaps = np.diff(z)
         local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
         dissipation = nu * self._volume_mean(sum(g[f"{c}_{d}"] ** 2 for c in components for d in directions))
@@ -159,7 +158,7 @@ class NoSlipConvection(NoSlipEquation):
         slope[-1] = slope[-1] - 1  # grad b = grad theta - z_hat
         spacing = [self.spacing[a] for a in self._axes] + [local]
         if self.fixed_flux:  # the flux is held at 1: over the conductive flux of the mean temperature drop
-            at_bottom, at_top = chebyshev.boundary_values(self._theta_mean(state.scalars[0]))
+            at_bottom, at_top = self.basis.boundary_values(self._theta_mean(state.scalars[0]))
             nusselt = 1 / (1 + at_bottom - at_top)
         else:
             nusselt = 1 + self._volume_mean(g["w"] * g["theta"]) / kappa
@@ -167,7 +166,7 @@ class NoSlipConvection(NoSlipEquation):
         if self.physics.scalars:
             hats = state.scalars[1:]
             out = wall_scalar_terms.diagnostics(hats, self._inverse(hats), params, self._mean_mode(), self._cells,
-                                                self.box[2], self._volume_mean)
+                                                self.box[2], self._volume_mean, self.basis)
         return {**out, "kinetic_energy": energy,
                 "nusselt": nusselt,
                 "nusselt_bottom": 1 - bottom, "nusselt_top": 1 - top,
@@ -199,7 +198,7 @@ class NoSlipConvection(NoSlipEquation):
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The kinetic energy per shell of the horizontal wavenumber |k_h| (|k_x| in a plane), integrated over z
         with Clenshaw-Curtis weights."""
-        columns = chebyshev.backward(jnp.stack(self.velocity_hat(state)))  # spectral along the plates, points in z
+        columns = self.basis.backward(jnp.stack(self.velocity_hat(state)))  # spectral along the plates, points in z
         power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] / self._cells**2
         zero = jnp.zeros_like(self.kx)
         k = (zero, self.kx, zero) if self.plane else (self.kx, self.ky, zero)
@@ -241,7 +240,7 @@ def mode(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) 
     else:
         (a_x, a_y), x, y = (2 * np.pi * m / eq.box[i] for i, m in enumerate(ic.modes)), c[0], c[1]
     a = float(np.hypot(a_x, a_y))
-    heights = 2 * np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) / eq.box[2] - 1
+    heights = 2 * eq.points() / eq.box[2] - 1
     shape = jax.ShapeDtypeStruct((3, eq.fft.shape[2]), eq.dtype)
     plates = tuple(eq.physics.velocity_plates), tuple(eq.physics.temperature_plates)
     w_z, slope, b_z = jax.pure_callback(lambda ra, pr: _mode_profiles(ra, pr, a, heights, *plates).astype(shape.dtype),

@@ -1,13 +1,14 @@
 """What every equation between no-slip plates shares, convection (:mod:`simulator.equations.noslip`) and the channel
-(:mod:`simulator.equations.channel_flow`) alike: the layout of their walled Chebyshev spectra, the velocity rebuilt
+(:mod:`simulator.equations.channel_flow`) alike: the layout of their walled spectra, the velocity rebuilt
 from the state of :mod:`simulator.walls.flow`, the explicit terms of the velocity-vorticity formulation (the
 products in rotational form), the step on the flow core, the volume means. An equation of the family says its flow
 core's plates and parameters (:meth:`NoSlipEquation.core`), the sources it adds to the products (buoyancy:
 :meth:`NoSlipEquation._sources`), its state from fields and its outputs; one whose products need the advective form
 gives its own :meth:`NoSlipEquation._advected` (the channel's mean shear: :mod:`simulator.equations.channel_flow`).
 
-Layout: the state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x,
-"chebyshev")``: NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients across the plates)
+Layout: the state is a :class:`simulator.walls.flow.State` of walled spectra (``forward_walls(x, basis.name)``: NumPy's
+FFT along the periodic axes, unnormalised, by the coefficients across the plates of the run's basis, Chebyshev or
+Legendre: :mod:`simulator.walls.bases`, which is all the family asks of the basis)
 on the backend's grid ``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x the grid's second axis, no y); z is the
 direction across the plates, whatever a config calls it. The arrays are held in the real layout (split along the
 grid's first or second axis, whole along z), so each device solves its modes' columns whole; the transforms' own
@@ -18,9 +19,9 @@ The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator
 horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products on the grid, H = u x omega
 (rotational form: :meth:`NoSlipEquation._advected` says why the gradient of |u|^2/2 may be dropped) plus the
 equation's sources, and -(u . grad) s for each scalar, transformed back and dealiased by the 2/3 rule along the
-periodic axes (|m| < N/3) and along the Chebyshev coefficients (k < 2 Nz/3), then h_w = -k^2 H_z - d/dz (i k_x H_x +
-i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x, h_(U, V) the k = 0
-entries of (H_x, H_y), h_s.
+periodic axes (|m| < N/3) and along the coefficients across the plates (degrees k < 2 Nz/3), then h_w = -k^2 H_z
+- d/dz (i k_x H_x + i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x,
+h_(U, V) the k = 0 entries of (H_x, H_y), h_s.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simulator.equations.base import ImexEquation, Params
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
 from simulator.equations.walled import chebyshev_dealias
 from simulator.fft import FFTBackend
-from simulator.fft.bases import CHEBYSHEV, Chebyshev
-from simulator.walls import chebyshev, flow
+from simulator.fft.bases import BOUNDED
+from simulator.walls import bases, flow
 from simulator.walls.wall_normal import horizontal_velocity
 
 #: where each of a state's spectra lives (:attr:`NoSlipEquation.space`)
@@ -64,6 +66,12 @@ class NoSlipEquation(ImexEquation):
         k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
         # a plane's x is the grid's second axis; a box's x and y its first two
         self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
+
+    @property
+    def basis(self) -> bases.Basis:
+        """The polynomials across the plates, the bounded axis's (``grid.walls.basis``): all that is basis-specific
+        (:mod:`simulator.walls.bases`)."""
+        return bases.of(self.fft.basis)
 
     @property
     def plane(self) -> bool:
@@ -99,38 +107,44 @@ class NoSlipEquation(ImexEquation):
         return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
 
     def _forward(self, x: jax.Array) -> jax.Array:
-        return self._columns(self.fft.forward_walls(x, CHEBYSHEV))
+        return self._columns(self.fft.forward_walls(x, self.basis.name))
 
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEBYSHEV)
+                                      self.basis.name)
 
     def _dz(self, k: jax.Array) -> jax.Array:
-        """d/dz across the plates of a Chebyshev series."""
-        return chebyshev.derivative(k, self.box[2])
+        """d/dz across the plates of a series of the basis."""
+        return self.basis.derivative(k, self.box[2])
 
     def _mean_mode(self) -> jax.Array:
         return (self.kx == 0) & (self.ky == 0)
 
     def _mean_of(self, hat: jax.Array) -> jax.Array:
-        """The horizontal mean's Chebyshev coefficients ``(Nz,)`` of a walled spectrum."""
+        """The horizontal mean's coefficients ``(Nz,)`` of a walled spectrum."""
         return jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat, 0.0), axis=(0, 1))) / self._cells
 
     def _dealias(self) -> jax.Array:
-        """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
+        """The 2/3 rule along each periodic direction and along the coefficients across the plates (their degrees)."""
         periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
         return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
 
     def heights(self) -> jax.Array:
-        """z of the grid points, ``(1, 1, Nz)``: the Gauss-Lobatto points, both plates among them."""
-        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
+        """z of the grid points, ``(1, 1, Nz)``: the basis's Gauss-Lobatto points, both plates among them."""
+        return jnp.asarray(self.points(), self.dtype)[None, None]
+
+    def points(self) -> np.ndarray:
+        """z of the grid points across the plates, ``(Nz,)`` float64: the bounded axis's
+        (:mod:`simulator.fft.bases`)."""
+        return BOUNDED[self.basis.name](self.fft.shape[2], self.box[2]).points()
 
     def _weights(self) -> jax.Array:
-        """Clenshaw-Curtis weights across the plates over the gap: a mean's ``(Nz,)``."""
-        return jnp.asarray(chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
+        """The basis's quadrature weights across the plates over the gap (Clenshaw-Curtis on Chebyshev's points):
+        a mean's ``(Nz,)``."""
+        return jnp.asarray(self.basis.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
 
     def _volume_mean(self, f: jax.Array) -> jax.Array:
-        """The mean over the domain of a grid field ``(..., *grid)``: Clenshaw-Curtis weights across the plates."""
+        """The mean over the domain of a grid field ``(..., *grid)``: :meth:`_weights` across the plates."""
         return jnp.sum(jnp.mean(f, axis=(-3, -2)) * self._weights(), axis=-1)
 
     # ---- the velocity and the explicit terms ----------------------------------------------------------------
@@ -154,7 +168,7 @@ class NoSlipEquation(ImexEquation):
             u = 1j * self._dz(state.w) / jnp.where(mean, 1.0, self.kx)
             return jnp.where(mean, self._cells * state.mean[0], u), state.w
         u, v = horizontal_velocity(state.w, state.zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
-                                   self.box[2])
+                                   self.box[2], self.basis)
         return (jnp.where(mean, self._cells * state.mean[0], u), jnp.where(mean, self._cells * state.mean[1], v),
                 state.w)
 

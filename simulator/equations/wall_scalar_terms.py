@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.noise import white_noise
-from simulator.walls import chebyshev
+from simulator.walls.bases import Basis
 
 
 def plates(scalars: Sequence[Any], cells: int) -> tuple[tuple[str, ...], tuple[tuple[float, float], ...]]:
@@ -60,20 +60,19 @@ def initial_fields(eq: Any, ic: Any) -> jax.Array:
 
 
 def horizontal_mean(hat: jax.Array, mean_mode: jax.Array, cells: int) -> jax.Array:
-    """The Chebyshev coefficients ``(..., Nz)`` of the horizontal means of spectra ``(..., *grid)``."""
+    """The coefficients across the plates ``(..., Nz)`` of the horizontal means of spectra ``(..., *grid)``."""
     return jnp.real(jnp.sum(jnp.where(mean_mode, hat, 0.0), axis=(-3, -2))) / cells
 
 
 def diagnostics(hats: jax.Array, grid: jax.Array, params: Any, mean_mode: jax.Array, cells: int, height: float,
-                volume_mean: Callable[[jax.Array], jax.Array]) -> dict[str, jax.Array]:
+                volume_mean: Callable[[jax.Array], jax.Array], basis: Basis) -> dict[str, jax.Array]:
     """Per scalar i (spectra ``hats`` and grid fields ``grid``, ``(S, *grid)`` each): ``scalar{i}_mean`` and
-    ``scalar{i}_variance`` over the volume (Clenshaw-Curtis weights across the plates: ``volume_mean``) and the
+    ``scalar{i}_variance`` over the volume (the basis's quadrature across the plates: ``volume_mean``) and the
     diffusive flux -kappa d<s>/dz at each plate, ``scalar{i}_flux_bottom`` and ``scalar{i}_flux_top``."""
     out = {}
     for i, s in enumerate(params["scalars"]):
         mean = volume_mean(grid[i])
-        bottom, top = chebyshev.boundary_values(chebyshev.derivative(horizontal_mean(hats[i], mean_mode, cells),
-                                                                     height))
+        bottom, top = basis.boundary_values(basis.derivative(horizontal_mean(hats[i], mean_mode, cells), height))
         out[f"scalar{i}_mean"] = mean
         out[f"scalar{i}_variance"] = volume_mean(grid[i] ** 2) - mean**2
         out[f"scalar{i}_flux_bottom"] = -s["diffusivity"] * bottom

@@ -28,6 +28,7 @@ Bases are static structure (part of a compiled program's key), as in Dedalus (``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,8 +38,10 @@ import numpy as np
 PARITIES = ("odd", "even")
 #: the no-slip basis's series among a bounded axis's (``forward_walls(x, CHEBYSHEV)``)
 CHEBYSHEV = "chebyshev"
-#: every series of a bounded axis: the free-slip parities and the no-slip basis's Chebyshev series
-SERIES = (*PARITIES, CHEBYSHEV)
+#: the no-slip Legendre basis's series (``grid.walls.basis: legendre``)
+LEGENDRE = "legendre"
+#: every series of a bounded axis: the free-slip parities and the no-slip bases' Chebyshev and Legendre series
+SERIES = (*PARITIES, CHEBYSHEV, LEGENDRE)
 
 
 @dataclass(frozen=True)
@@ -138,9 +141,60 @@ class Chebyshev(Axis):
         return 0.5 * self.length * (1.0 - np.cos(np.pi * np.arange(self.size) / (self.size - 1)))
 
 
-Basis = Fourier | SinCos | Chebyshev
+@functools.lru_cache(maxsize=16)
+def legendre_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` Legendre-Gauss-Lobatto points of [-1, 1] (n >= 2), ascending, and their quadrature weights, each
+    ``(n,)``: +-1 and the roots of L_N', N = n - 1 (the eigenvalues of the Jacobi (1, 1) polynomials' three-term
+    matrix, polished by Newton's method on L_N'), weights 2 / (N (N + 1) L_N(x_j)^2); the quadrature is exact for
+    degree 2N - 1. Symmetric to round-off about 0 (the mirror images averaged)."""
+    big_n = n - 1
+    k = np.arange(1, big_n - 1, dtype=float)
+    off = np.sqrt(k * (k + 2) / ((2 * k + 1) * (2 * k + 3)))  # the monic P^(1,1)_k's recurrence
+    inner = np.linalg.eigvalsh(np.diag(off, 1) + np.diag(off, -1)) if big_n > 1 else np.zeros(0)
+    series = np.polynomial.legendre.Legendre.basis(big_n)
+    slope, curvature = series.deriv(), series.deriv(2)
+    for _ in range(3):
+        inner = inner - slope(inner) / curvature(inner)
+    x = np.concatenate([[-1.0], inner, [1.0]])
+    x = 0.5 * (x - x[::-1])
+    return x, 2.0 / (big_n * (big_n + 1) * series(x) ** 2)
+
+
+@functools.lru_cache(maxsize=16)
+def legendre_matrices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, C)``, ``(n, n)`` each: V_jk = L_k(x_j) on the ``n`` Legendre-Gauss-Lobatto points (values of
+    coefficients) and its inverse C = diag(1/g) V^T diag(w) (coefficients of values), w the quadrature weights and
+    g_k = sum_j w_j L_k(x_j)^2 = 2/(2k + 1), 2/N at k = N (the quadrature's norm of L_N). Dense: n^2 entries and
+    n^2 work per column, fine at the few dozen points across that a Legendre run takes (the Chebyshev basis's
+    transform is the FFT's N log N)."""
+    x, w = legendre_nodes(n)
+    vandermonde = np.polynomial.legendre.legvander(x, n - 1)
+    return vandermonde, (vandermonde.T * w) / legendre_norms(n)[:, None]
+
+
+def legendre_norms(n: int) -> np.ndarray:
+    """g_k of :func:`legendre_matrices`, ``(n,)``."""
+    k = np.arange(n, dtype=float)
+    g = 2.0 / (2 * k + 1)
+    g[-1] = 2.0 / (n - 1)
+    return g
+
+
+@dataclass(frozen=True)
+class Legendre(Chebyshev):
+    """A bounded axis between plates at ``0`` and ``length`` in Legendre polynomials: ``size`` Legendre-Gauss-Lobatto
+    points, both plates among them, and the coefficients ``k = 0 .. size - 1`` of L_k (degrees, as
+    :class:`Chebyshev`'s: its 2/3 rule). Its transform is the dense ``legendre`` series of :mod:`simulator.fft.walls`
+    (:func:`legendre_matrices`)."""
+
+    def points(self) -> np.ndarray:
+        """The Legendre-Gauss-Lobatto points ``H (1 + x_j) / 2``, ascending from 0 to ``length``, ``(size,)``."""
+        return 0.5 * self.length * (1.0 + legendre_nodes(self.size)[0])
+
+
+Basis = Fourier | SinCos | Chebyshev | Legendre
 #: the bounded bases by the name ``domain`` takes
-BOUNDED = {"sincos": SinCos, "chebyshev": Chebyshev}
+BOUNDED = {"sincos": SinCos, "chebyshev": Chebyshev, "legendre": Legendre}
 
 
 def domain(cells: Sequence[int], lengths: Sequence[float], bounded: str | None) -> tuple[Basis, Basis, Basis]:
@@ -176,6 +230,13 @@ def transpose_weight(n: int) -> np.ndarray:
     return w
 
 
+def legendre_transpose_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, e)`` of the Legendre transform's transposes (:mod:`simulator.fft.linear`): C^T = diag(e) C^{-1} diag(w)
+    with ``w_k = 1/g_k`` on the coefficients and ``e_j`` the quadrature weights on the points
+    (:func:`legendre_matrices`); each ``(n,)``."""
+    return 1.0 / legendre_norms(n), legendre_nodes(n)[1]
+
+
 def chebyshev_transpose_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(w, e)`` of the Chebyshev transform's transposes for ``n`` points (:mod:`simulator.fft.linear`):
     ``w_k = 1/((n - 1) c_k)`` on the coefficients and ``e_j = 2/c_j`` on the points, ``c`` 2 at both ends and 1
@@ -183,6 +244,10 @@ def chebyshev_transpose_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
     c = np.ones(n)
     c[[0, -1]] = 2.0
     return 1.0 / ((n - 1) * c), 2.0 / c
+
+
+#: the polynomial series' transposes' weights ``(w, e)`` by name (:mod:`simulator.fft.linear`)
+POLYNOMIAL_TRANSPOSES = {CHEBYSHEV: chebyshev_transpose_weights, LEGENDRE: legendre_transpose_weights}
 
 
 def resample_matrix(series: str, n0: int, n1: int) -> np.ndarray:
@@ -195,6 +260,9 @@ def resample_matrix(series: str, n0: int, n1: int) -> np.ndarray:
     if series not in SERIES:
         raise ValueError(f"series {series!r}: one of {SERIES}")
     kept = min(n0, n1)
+    if series == LEGENDRE:  # the Legendre coefficients on the stored points, kept, evaluated at the new ones
+        values = np.polynomial.legendre.legvander(2.0 * Legendre(n1, 1.0).points() - 1.0, kept - 1)
+        return values @ legendre_matrices(n0)[1][:kept]
     if series == CHEBYSHEV:
         # on [-1, 1]: the Vandermonde matrix of T_0 .. T_{n0-1} at the stored points is square and well conditioned
         x0, x1 = (2.0 * Chebyshev(n, 1.0).points() - 1.0 for n in (n0, n1))

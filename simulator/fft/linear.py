@@ -42,7 +42,9 @@ The Chebyshev series (``walls_chebyshev``, forward ``F = diag(1/(M c)) C diag(e)
 DCT-I matrix, ``R`` the reversal, ``M = Nz - 1``, ``c_k`` 2 at the ends and 1 between, ``e = 2/c``; inverse
 ``B = R C``, since ``C diag(e) C = M diag(c)``) has ``F^T = diag(e) B diag(1/(M c))`` and ``B^T = diag(M c) F
 diag(1/e)``: the same two formulas with ``w_n = 1/(M c_n)``, the first's result and the second's cotangent
-multiplied and divided by ``e`` along z.
+multiplied and divided by ``e`` along z. The Legendre series (``walls_legendre``, forward ``F = diag(1/g) V^T
+diag(e)``, ``e`` the Gauss-Lobatto quadrature weights, inverse ``V``) has ``F^T = diag(e) V diag(1/g)``: the same
+with ``w_n = 1/g_n`` (:func:`simulator.fft.bases.legendre_transpose_weights`).
 """
 
 from __future__ import annotations
@@ -122,21 +124,21 @@ def _half_spectrum_scale(backend: FFTBackend, ndim: int, dtype, kz0: float, kz_p
 
 def _wall_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array:
     """``N_xy w_n`` (module docstring) along the z axis of a walled spectrum of ``series`` with ``ndim`` axes."""
-    from simulator.fft.bases import CHEBYSHEV, chebyshev_transpose_weights, transpose_weight
+    from simulator.fft.bases import POLYNOMIAL_TRANSPOSES, transpose_weight
 
     nz = backend.shape[2]
-    w = chebyshev_transpose_weights(nz)[0] if series == CHEBYSHEV else transpose_weight(nz)
+    w = POLYNOMIAL_TRANSPOSES[series](nz)[0] if series in POLYNOMIAL_TRANSPOSES else transpose_weight(nz)
     return jnp.asarray((w * (backend.size // nz)).reshape((1,) * (ndim - 1) + (nz,)), dtype)
 
 
 def _point_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array | float:
-    """``e`` along z of the Chebyshev series' transposes (module docstring); 1 for the sine and cosine."""
-    from simulator.fft.bases import CHEBYSHEV, chebyshev_transpose_weights
+    """``e`` along z of the polynomial series' transposes (module docstring); 1 for the sine and cosine."""
+    from simulator.fft.bases import POLYNOMIAL_TRANSPOSES
 
-    if series != CHEBYSHEV:
+    if series not in POLYNOMIAL_TRANSPOSES:
         return 1.0
     nz = backend.shape[2]
-    return jnp.asarray(chebyshev_transpose_weights(nz)[1].reshape((1,) * (ndim - 1) + (nz,)), dtype)
+    return jnp.asarray(POLYNOMIAL_TRANSPOSES[series](nz)[1].reshape((1,) * (ndim - 1) + (nz,)), dtype)
 
 
 def _transpose(ct: jax.Array, x, *, backend: FFTBackend, kind: str, impl: ClosedJaxpr) -> list[jax.Array]:

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.fft import bases
-from simulator.fft.bases import CHEBYSHEV, SERIES, fft_friendly
+from simulator.fft.bases import CHEBYSHEV, LEGENDRE, SERIES, fft_friendly
 from simulator.fft.local import LocalFFT
 
 
@@ -100,6 +100,51 @@ def chebyshev_backward(dct: Callable[[jax.Array], jax.Array], coefficients: jax.
     return jnp.flip(dct(coefficients * (0.5 * chebyshev_ends(coefficients.shape[-1]))), -1)
 
 
+def legendre_matrices(n: int, dtype: jnp.dtype) -> tuple[jax.Array, jax.Array]:
+    """``(V, C)`` of :func:`simulator.fft.bases.legendre_matrices` (values of coefficients and its inverse, ``(n,
+    n)``), made inside the trace from an iota (a slab stage, a ``custom_partitioning`` function, closes over no
+    array): the Legendre-Gauss-Lobatto points by Newton's iteration x <- x - (x L_N - L_{N-1}) / (n L_N) from the
+    Chebyshev points (it fixes +-1; converged to round-off in well under its 24 trips at a few dozen points), the
+    Legendre polynomials there by their recurrence."""
+    big_n = n - 1
+    real = jnp.finfo(dtype).dtype
+
+    def columns(x: jax.Array) -> jax.Array:  # L_0 .. L_N at x: (n, n), column k
+        def step(k, carry):
+            before, now, out = carry
+            after = ((2 * k + 1) * x * now - k * before) / (k + 1)
+            return now, after, out.at[:, k + 1].set(after)
+
+        out = jnp.zeros((n, n), real).at[:, 0].set(1.0).at[:, 1].set(x)
+        return jax.lax.fori_loop(1, big_n, step, (jnp.ones_like(x), x, out))[2]
+
+    def newton(_, x):
+        v = columns(x)
+        return x - (x * v[:, big_n] - v[:, big_n - 1]) / (n * v[:, big_n])
+
+    x = jax.lax.fori_loop(0, 24, newton, -jnp.cos(jnp.arange(n, dtype=real) * (np.pi / big_n)))
+    x = 0.5 * (x - jnp.flip(x))  # symmetric, as the host's points
+    v = columns(x)
+    weights = 2.0 / (big_n * n * v[:, big_n] ** 2)
+    k = jnp.arange(n, dtype=real)
+    norms = jnp.where(k == big_n, 2.0 / big_n, 2.0 / (2 * k + 1))
+    return v, (v.T * weights) / norms[:, None]
+
+
+def legendre_forward(values: jax.Array) -> jax.Array:
+    """The Legendre coefficients ``a[..., k]`` of values (real or complex) on the ascending Legendre-Gauss-Lobatto
+    points (same shape): the dense inverse Vandermonde matrix (:func:`legendre_matrices`), exact for polynomials of
+    degree N - 1."""
+    inverse = legendre_matrices(values.shape[-1], values.dtype)[1]
+    return jnp.matmul(values, inverse.T, precision=jax.lax.Precision.HIGHEST)
+
+
+def legendre_backward(coefficients: jax.Array) -> jax.Array:
+    """The values on the ascending Legendre-Gauss-Lobatto points of Legendre ``coefficients[..., k]`` (same shape)."""
+    vandermonde = legendre_matrices(coefficients.shape[-1], coefficients.dtype)[0]
+    return jnp.matmul(coefficients, vandermonde.T, precision=jax.lax.Precision.HIGHEST)
+
+
 def _rfft_last(local: LocalFFT) -> Callable[[jax.Array], jax.Array]:
     return lambda x: local.rfftn(x, (-1,))
 
@@ -111,6 +156,8 @@ def forward_z(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
         raise ValueError(f"parity {parity!r}: one of {SERIES}")
     if parity == CHEBYSHEV:
         return chebyshev_forward(functools.partial(dct1_of, local), x)
+    if parity == LEGENDRE:
+        return legendre_forward(x)
     n = x.shape[-1]
     mirrored = jnp.flip(x, -1)
     spectrum = local.rfftn(jnp.concatenate([x, mirrored if parity == "even" else -mirrored], -1), (-1,))[..., :n]
@@ -127,6 +174,8 @@ def inverse_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     coefficients = jnp.real(k)
     if parity == CHEBYSHEV:
         return chebyshev_backward(functools.partial(dct1_of, local), coefficients)
+    if parity == LEGENDRE:
+        return legendre_backward(coefficients)
     dtype = jnp.result_type(coefficients, jnp.complex64)
     phase = _phase(n, dtype, 1.0)
     if parity == "odd":  # a sine series has no n = 0 term: that entry is ignored, as irfft ignores an imaginary mean
@@ -196,6 +245,12 @@ class WalledTransforms:
 
     def _iwalls_chebyshev(self, k: jax.Array) -> jax.Array:
         return self._iwalls(CHEBYSHEV, k)
+
+    def _walls_legendre(self, x: jax.Array) -> jax.Array:
+        return self._walls(LEGENDRE, x)
+
+    def _iwalls_legendre(self, k: jax.Array) -> jax.Array:
+        return self._iwalls(LEGENDRE, k)
 
     def forward_walls(self, x: jax.Array, parity: str) -> jax.Array:
         """The walled spectrum of a real field ``(*batch, Nx, Ny, Nz)`` whose z series is a sine (``odd``), a

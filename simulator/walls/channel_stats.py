@@ -3,11 +3,12 @@
 Layout. ``samples`` holds velocity fields in physical space, shape ``(T, C, N1[, N2], Ny)``: T samples of a time
 window, C = 2 components (u, v) on a plane (x, y) or C = 3 on a box, whose components follow its axes; the
 wall-normal direction is the last axis, on the Ny ascending Gauss-Lobatto points from the plate at y = -h to the
-one at y = +h (:mod:`simulator.walls.chebyshev`), and its velocity component the last; x (streamwise) is the first
-periodic axis. Means <.> are over the periodic axes and the samples, so a profile is a function of y alone; primes
-are departures from them. Derivatives across the plates are Chebyshev, along the periodic axes Fourier.
+one at y = +h (the run's basis's, :mod:`simulator.walls.bases`: Chebyshev's by default), and its velocity component
+the last; x (streamwise) is the first periodic axis. Means <.> are over the periodic axes and the samples, so a
+profile is a function of y alone; primes are departures from them. Derivatives across the plates are the basis's,
+along the periodic axes Fourier.
 
-* the bulk velocity U_b = (1 / 2h) int <u> dy (Clenshaw-Curtis weights, exact for the grid's polynomial);
+* the bulk velocity U_b = (1 / 2h) int <u> dy (the basis's quadrature, exact for the grid's polynomial);
 * the wall shear stress the fluid exerts on each plate along x: tau = nu dU/dy at the bottom, -nu dU/dy at the
   top (both positive in a Poiseuille channel; opposite in Couette flow, which drags each plate along the other);
 * the friction velocity u_tau = sqrt(mean |tau| of the plates), Re_tau = u_tau h / nu and the viscous length
@@ -29,7 +30,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from simulator.walls import chebyshev
+from simulator.walls.bases import CHEBYSHEV, Basis
 from simulator.walls.channel import WallProfiles, wall_units
 
 
@@ -46,9 +47,9 @@ class ChannelStatistics(WallProfiles):
     pressure_work: float
 
 
-def _wall_derivative(values: np.ndarray, h: float) -> np.ndarray:
-    """d/dy over the last axis of values on the Gauss-Lobatto points of [-h, h] (same shape)."""
-    return np.asarray(chebyshev.backward(chebyshev.derivative(chebyshev.forward(values), 2.0 * h)))
+def _wall_derivative(values: np.ndarray, h: float, basis: Basis) -> np.ndarray:
+    """d/dy over the last axis of values on ``basis``'s points of [-h, h] (same shape)."""
+    return np.asarray(basis.backward(basis.derivative(basis.forward(values), 2.0 * h)))
 
 
 def _periodic_derivative(values: np.ndarray, axis: int, length: float) -> np.ndarray:
@@ -63,10 +64,11 @@ def _periodic_derivative(values: np.ndarray, axis: int, length: float) -> np.nda
 
 
 def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...], h: float = 1.0,
-                       pressure_gradient: float = 0.0) -> ChannelStatistics:
+                       pressure_gradient: float = 0.0, basis: Basis = CHEBYSHEV) -> ChannelStatistics:
     """The statistics of the module docstring from ``samples`` (shape ``(T, C, N1[, N2], Ny)``), the viscosity
     ``nu``, the periods ``lengths`` of the periodic axes (Lx[, Lz]), the half gap ``h`` and the mean pressure
-    gradient G = -dP/dx that drove the window (its mean under a fixed flux)."""
+    gradient G = -dP/dx that drove the window (its mean under a fixed flux); the samples on the points of ``basis``
+    across the plates (:mod:`simulator.walls.bases`: a run's ``grid.walls.basis``, Chebyshev's by default)."""
     samples = np.asarray(samples, dtype=float)
     components, periodic = samples.shape[1], samples.ndim - 3
     if components != periodic + 1 or len(lengths) != periodic:
@@ -77,17 +79,17 @@ def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...
     mean = samples.mean(axis=over, keepdims=True)  # (1, C, 1[, 1], Ny)
     fluctuation = samples - mean
     u_mean = mean[0, 0].reshape(n)
-    slope = _wall_derivative(u_mean, h)
-    bulk = float(chebyshev.weights(n, 2.0 * h) @ u_mean) / (2.0 * h)
+    slope = _wall_derivative(u_mean, h, basis)
+    bulk = float(basis.weights(n, 2.0 * h) @ u_mean) / (2.0 * h)
 
     def stress(i: int, j: int) -> np.ndarray:
         return (fluctuation[:, i] * fluctuation[:, j]).mean(axis=tuple(range(0, 1 + periodic)))
 
     shear = stress(0, components - 1)
     gradients = [_periodic_derivative(fluctuation, 2 + a, lengths[a]) for a in range(periodic)]
-    gradients.append(_wall_derivative(fluctuation, h))
+    gradients.append(_wall_derivative(fluctuation, h, basis))
     dissipation = nu * sum((g**2).sum(axis=1) for g in gradients).mean(axis=tuple(range(0, 1 + periodic)))
-    wall = wall_units(chebyshev.points(n, (-h, h)), u_mean, stress(0, 0), stress(components - 1, components - 1),
+    wall = wall_units(basis.points(n, (-h, h)), u_mean, stress(0, 0), stress(components - 1, components - 1),
                       shear, nu * slope - shear, nu, stress(1, 1) if components == 3 else None, h)
     return ChannelStatistics(
         **{f.name: getattr(wall, f.name) for f in fields(WallProfiles)}, bulk_velocity=bulk,

@@ -23,6 +23,8 @@ import numpy as np
 
 from simulator.fft import walls
 
+#: the basis's name (``grid.walls.basis``, :mod:`simulator.walls.bases`)
+NAME = "chebyshev"
 #: the padding of products (Dedalus's dealias = 3/2): enough points that a product's first N + 1 coefficients are
 #: exact (:func:`padded_size`)
 DEALIAS = 1.5
@@ -119,3 +121,12 @@ def boundary_values(coefficients: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray
     """The series' values at the lower plate (sum_k (-1)^k a_k) and at the upper one (sum_k a_k)."""
     signs = (-1.0) ** np.arange(coefficients.shape[-1])
     return (coefficients * signs).sum(-1), coefficients.sum(-1)
+
+
+def slopes(coefficients: jnp.ndarray, length: float) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """du/dz at the lower and the upper plate of the series ``coefficients[..., N + 1]`` on an interval of
+    ``length``: T_k'(1) = k^2, T_k'(-1) = (-1)^(k+1) k^2, as two dot products (no derivative series formed)."""
+    k = np.arange(coefficients.shape[-1], dtype=float)
+    upper = k**2 * (2.0 / length)
+    lower = np.where(k % 2 == 1, 1.0, -1.0) * upper
+    return coefficients @ lower.astype(coefficients.real.dtype), coefficients @ upper.astype(coefficients.real.dtype)

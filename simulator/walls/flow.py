@@ -6,7 +6,7 @@ and steps it with the implicit-explicit scheme it is handed (a tableau of :mod:`
 RK443; or a multistep scheme of :mod:`simulator.time.multistep`: SBDF2, whose history the state carries).
 
 The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x, k_y) with k^2 = k_x^2 + k_y^2
-(a :class:`State`, each array's last axis the N Chebyshev coefficients of :mod:`simulator.walls.chebyshev`):
+(a :class:`State`, each array's last axis the N coefficients of the run's basis, :mod:`simulator.walls.bases`):
 
 * ``w``: the wall-normal velocity, stepped by d/dt lap w = nu lap^2 w + h_w (the pressure eliminated), w = dw/dz
   = 0 at both plates imposed by the influence matrix of :mod:`simulator.walls.wall_normal`: the velocity rebuilt
@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.fft.walls import hermitian_full
+from simulator.walls.bases import CHEBYSHEV, Basis
 from simulator.walls.eigen import NO_SLIP
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, laplacian
@@ -106,6 +107,7 @@ class NoSlipFlow:
     plates: Plates = field(default_factory=Plates)
     planar: bool = False  # a plane (x, z): no wall-normal vorticity, none factored
     hermitian: bool = False
+    basis: Basis = CHEBYSHEV  # the polynomials across the plates (:mod:`simulator.walls.bases`)
 
     @property
     def k2(self) -> jnp.ndarray:
@@ -127,7 +129,7 @@ class NoSlipFlow:
 
     def mass(self, x: State) -> State:
         """M X: lap w for w, the identity for the others."""
-        return State(laplacian(x.w, self.k2, self.height), x.zeta, x.mean, x.scalars)
+        return State(laplacian(x.w, self.k2, self.height, self.basis), x.zeta, x.mean, x.scalars)
 
     def factor(self, dt: float | jnp.ndarray, tableau: Any) -> Factored:
         """The stage solves' factorisations for ``dt`` and ``tableau``'s diagonal gamma (a scheme of
@@ -140,12 +142,13 @@ class NoSlipFlow:
         k2, h = self._solved_k2(), self.height
         alpha = 1.0 / (gdt * self.viscosity)
         along = self.plates.along
-        normal = WallNormal.build(alpha, k2, self.n, h, self.plates.walls)
+        normal = WallNormal.build(alpha, k2, self.n, h, self.plates.walls, self.basis)
         # zeta's problem is the one w's vorticity solve already factored, with its plates' conditions: between no-slip
         # plates the same, below a free-slip plate on the same factors and an influence function
         zeta = None if self.planar else normal.vorticity.with_conditions(along)
-        return Factored(normal, zeta, Helmholtz.build(alpha, self.n, along, h),
-                        tuple(Helmholtz.build(1.0 / (gdt * kappa) + k2, self.n, scalar_conditions(condition), h)
+        build = self.basis.helmholtz.build
+        return Factored(normal, zeta, build(alpha, self.n, along, h),
+                        tuple(build(1.0 / (gdt * kappa) + k2, self.n, scalar_conditions(condition), h)
                               for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)),
                         gdt)
 
@@ -239,7 +242,7 @@ def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.
     safe = jnp.where(mean_mode[..., 0], 1.0, jnp.asarray(flow.kx))
     zeta = jnp.zeros_like(x.w) if x.zeta is None else x.zeta
     u, v = horizontal_velocity(x.w, zeta, safe, jnp.where(mean_mode[..., 0], 0.0, jnp.asarray(flow.ky)),
-                               flow.height)
+                               flow.height, flow.basis)
     return jnp.where(mean_mode, x.mean[0], u), jnp.where(mean_mode, x.mean[1], v), x.w
 
 

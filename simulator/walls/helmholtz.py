@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.walls import banded
+from simulator.walls.chebyshev import slopes
 
 DIRICHLET = "dirichlet"
 NEUMANN = "neumann"
@@ -43,15 +44,6 @@ def plate_conditions(condition: str | tuple[str, str]) -> tuple[str, str]:
     if len(pair) != 2 or any(c not in CONDITIONS for c in pair):
         raise ValueError(f"condition {condition!r}: one of {', '.join(CONDITIONS)}, or a pair of them (lower, upper)")
     return pair
-
-
-def slopes(coefficients: jnp.ndarray, length: float) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """du/dz at the lower and the upper plate of the series ``coefficients[..., N + 1]`` on an interval of
-    ``length``: T_k'(1) = k^2, T_k'(-1) = (-1)^(k+1) k^2, as two dot products (no derivative series formed)."""
-    k = np.arange(coefficients.shape[-1], dtype=float)
-    upper = k**2 * (2.0 / length)
-    lower = np.where(k % 2 == 1, 1.0, -1.0) * upper
-    return coefficients @ lower.astype(coefficients.real.dtype), coefficients @ upper.astype(coefficients.real.dtype)
 
 
 def galerkin_beta(n: int, condition: str) -> np.ndarray:
@@ -109,15 +101,15 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
     return jnp.stack(parts, -3)
 
 
-def _rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
+def parity_rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
     """``v[..., m]`` as the banded solves' rows ``(size, ..., 2)``: entry 2 i + p at row i of parity p, the shorter
     parity padded with a zero."""
     v = jnp.concatenate([v, jnp.zeros((*v.shape[:-1], 2 * size - v.shape[-1]), v.dtype)], -1)
     return jnp.moveaxis(v.reshape(*v.shape[:-1], size, 2), -2, 0)
 
 
-def _unrows(v: jnp.ndarray, m: int) -> jnp.ndarray:
-    """The inverse of :func:`_rows` for ``m`` entries."""
+def from_parity_rows(v: jnp.ndarray, m: int) -> jnp.ndarray:
+    """The inverse of :func:`parity_rows` for ``m`` entries."""
     v = jnp.moveaxis(v, 0, -2)
     return v.reshape(*v.shape[:-2], -1)[..., :m]
 
@@ -145,8 +137,19 @@ class Helmholtz:
         lower, upper = plate_conditions(condition)
         scaled = jnp.asarray(alpha, float) * (0.25 * length**2)  # on x in [-1, 1]: d/dz = (2/length) d/dx
         first = lower if lower == upper else DIRICHLET
-        return cls(banded.factor(_parity_bands(scaled, n, first)), scaled, None, n, first, length).with_conditions(
+        return cls(banded.factor(cls._bands(scaled, n, first)), scaled, None, n, first, length).with_conditions(
             (lower, upper))
+
+    @staticmethod
+    def _bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
+        """The parity-split banded systems of ``alpha`` (on [-1, 1]) for ``n`` coefficients and ``condition`` at both
+        plates, in :mod:`simulator.walls.banded`'s layout: the Chebyshev quasi-inverse's (a basis's own)."""
+        return _parity_bands(alpha, n, condition)
+
+    @staticmethod
+    def _slopes(coefficients: jnp.ndarray, length: float) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """du/dz at the lower and the upper plate of a series of this basis (:func:`slopes`)."""
+        return slopes(coefficients, length)
 
     def with_conditions(self, condition: str | tuple[str, str]) -> Helmholtz:
         """The problems of the same alpha with ``condition`` (one for both plates or a (lower, upper) pair): this one
@@ -156,15 +159,15 @@ class Helmholtz:
         if pair == plate_conditions(self.condition):
             return self
         if lower == upper:
-            return Helmholtz(banded.factor(_parity_bands(self.alpha, self.n, lower)), self.alpha, None, self.n, lower,
-                             self.length)
+            return type(self)(banded.factor(self._bands(self.alpha, self.n, lower)), self.alpha, None, self.n, lower,
+                              self.length)
         if self.condition != DIRICHLET:
             raise ValueError(f"mixed conditions {pair} are built on a Dirichlet problem, not {self.condition!r}")
         at_upper = upper == NEUMANN
         one = jnp.ones(self.alpha.shape)
         h = self.solve(jnp.zeros((*self.alpha.shape, self.n)), 0.0 if at_upper else one, one if at_upper else 0.0)
-        slope = slopes(h, self.length)[1 if at_upper else 0]  # > 0 at the upper plate, < 0 at the lower: never 0
-        return Helmholtz(self.factors, self.alpha, h / slope[..., None], self.n, pair, self.length)
+        slope = self._slopes(h, self.length)[1 if at_upper else 0]  # > 0 at the upper plate, < 0 at the lower
+        return type(self)(self.factors, self.alpha, h / slope[..., None], self.n, pair, self.length)
 
     def solve(self, f: jnp.ndarray, lower: jnp.ndarray | float = 0.0, upper: jnp.ndarray | float = 0.0
               ) -> jnp.ndarray:
@@ -173,13 +176,13 @@ class Helmholtz:
         if self.influence is not None:
             at_upper = self.condition[1] == NEUMANN
             u = self._solve(f, 0.0 if not at_upper else lower, upper if not at_upper else 0.0, DIRICHLET)
-            missing = jnp.asarray(upper if at_upper else lower) - slopes(u, self.length)[1 if at_upper else 0]
+            missing = jnp.asarray(upper if at_upper else lower) - self._slopes(u, self.length)[1 if at_upper else 0]
             return u + missing[..., None] * self.influence
         return self._solve(f, lower, upper, self.condition)
 
     def _solve(self, f: jnp.ndarray, lower: jnp.ndarray | float, upper: jnp.ndarray | float, condition: str
                ) -> jnp.ndarray:
-        """:meth:`solve` by the factors alone, both plates of ``condition``."""
+        """:meth:`solve` by the factors alone, both plates of ``condition`` (a basis's own: the Chebyshev tau rows)."""
         n, half = self.n, 0.5 * self.length
         lower, upper = jnp.asarray(lower), jnp.asarray(upper)
         # the lift u_b of the plates' values, in T_0..T_2 alone: (..., 3)
@@ -196,7 +199,7 @@ class Helmholtz:
                           -alpha[..., 0] * q[3, 0] * lift[..., 1], -alpha[..., 0] * q[4, 0] * lift[..., 2]], -1)
         rhs = apply_quasi_inverse(half**2 * f)
         rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
-        hat = _unrows(banded.solve(self.factors, _rows(rhs, self.factors.upper.shape[0])), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, parity_rows(rhs, self.factors.upper.shape[0])), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
         u = u.at[..., 2:].add(hat * galerkin_beta(n, condition))
         return u.at[..., :3].add(lift.astype(u.dtype))

@@ -16,8 +16,8 @@ so its condition is phi = 0 there, the first solve's own. Each no-slip plate add
 row and column of the influence matrix: 2 x 2 between no-slip plates, 1 x 1 below a free surface, none between
 free-slip plates.
 
-Layout: coefficients ``(..., N + 1)`` (:mod:`simulator.walls.chebyshev`), ``k2`` and ``alpha`` of the leading
-shape; the horizontal axes are the leading ones.
+Layout: coefficients ``(..., N + 1)`` of the run's basis (:mod:`simulator.walls.bases`), ``k2`` and ``alpha`` of
+the leading shape; the horizontal axes are the leading ones.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
-from simulator.walls import chebyshev
+from simulator.walls.bases import CHEBYSHEV, Basis
 from simulator.walls.eigen import NO_SLIP, WALLS
 from simulator.walls.helmholtz import DIRICHLET, Helmholtz
 
 
-def _wall_slopes(coefficients: jnp.ndarray, length: float, plates: tuple[int, ...]) -> jnp.ndarray:
-    """dw/dz at the ``plates`` (0 the lower, 1 the upper), stacked on a last axis."""
-    both = chebyshev.boundary_values(chebyshev.derivative(coefficients, length))
+def _wall_slopes(coefficients: jnp.ndarray, length: float, plates: tuple[int, ...], basis: Basis) -> jnp.ndarray:
+    """dw/dz at the ``plates`` (0 the lower, 1 the upper) of a series of ``basis``, stacked on a last axis."""
+    both = basis.boundary_values(basis.derivative(coefficients, length))
     return jnp.stack([both[p] for p in plates], -1)
 
 
@@ -51,6 +51,7 @@ class WallNormal:
     influence: jnp.ndarray  # (..., m, m): [plate, solution] dw/dz of the homogeneous solutions
     length: float = field(metadata={"static": True})
     walls: tuple[str, str] = field(default=(NO_SLIP, NO_SLIP), metadata={"static": True})
+    basis: Basis = field(default=CHEBYSHEV, metadata={"static": True})
 
     @property
     def clamped(self) -> tuple[int, ...]:
@@ -59,19 +60,19 @@ class WallNormal:
 
     @classmethod
     def build(cls, alpha: jnp.ndarray | float, k2: jnp.ndarray | float, n: int, length: float = 2.0,
-              walls: tuple[str, str] = (NO_SLIP, NO_SLIP)) -> WallNormal:
-        """Factor the problems for ``n`` coefficients (alpha > 0; k2 >= 0), the lower and upper plates ``walls``
-        (each no-slip or free-slip)."""
+              walls: tuple[str, str] = (NO_SLIP, NO_SLIP), basis: Basis = CHEBYSHEV) -> WallNormal:
+        """Factor the problems for ``n`` coefficients of ``basis`` (alpha > 0; k2 >= 0), the lower and upper plates
+        ``walls`` (each no-slip or free-slip)."""
         if len(walls) != 2 or any(w not in WALLS for w in walls):
             raise ValueError(f"walls {walls!r}: two of {', '.join(WALLS)}")
         alpha, k2 = jnp.broadcast_arrays(jnp.asarray(alpha, float), jnp.asarray(k2, float))
-        vorticity = Helmholtz.build(alpha + k2, n, DIRICHLET, length)
-        velocity = Helmholtz.build(k2, n, DIRICHLET, length)
+        vorticity = basis.helmholtz.build(alpha + k2, n, DIRICHLET, length)
+        velocity = basis.helmholtz.build(k2, n, DIRICHLET, length)
         one = jnp.ones(alpha.shape)
         clamped = tuple(i for i, wall in enumerate(walls) if wall == NO_SLIP)
         if not clamped:  # free-slip plates: no influence function
             return cls(vorticity, velocity, jnp.zeros((*alpha.shape, 0, n)), jnp.zeros((*alpha.shape, 0, 0)), length,
-                       tuple(walls))
+                       tuple(walls), basis)
         # w of phi: (k^2 - d^2/dz^2) w = -phi, w = 0 at the plates. phi is a boundary layer of height 1 and w of the
         # order 1/alpha, so solving for w directly cancels order-one coefficients (1e-10 of w lost at alpha ~ 1e6).
         # Since (alpha + k^2 - d^2/dz^2) phi = 0, w = phi/alpha + chi with chi harmonic, (k^2 - d^2/dz^2) chi = 0,
@@ -82,8 +83,8 @@ class WallNormal:
         phi = vorticity.solve(jnp.zeros((len(clamped), *alpha.shape, n)), lower, upper)
         homogeneous = jnp.moveaxis(phi / alpha[..., None] + velocity.solve(jnp.zeros_like(phi), -lower / alpha,
                                                                            -upper / alpha), 0, -2)
-        influence = jnp.swapaxes(_wall_slopes(homogeneous, length, clamped), -1, -2)
-        return cls(vorticity, velocity, homogeneous, influence, length, tuple(walls))
+        influence = jnp.swapaxes(_wall_slopes(homogeneous, length, clamped, basis), -1, -2)
+        return cls(vorticity, velocity, homogeneous, influence, length, tuple(walls), basis)
 
     def solve(self, g: jnp.ndarray) -> jnp.ndarray:
         """The coefficients of w for right-hand sides ``g[..., N + 1]``."""
@@ -96,21 +97,23 @@ class WallNormal:
         w = self.velocity.solve(-phi)
         if not self.clamped:  # free-slip plates: phi = 0 there was the first solve's condition
             return w
-        weights = jnp.linalg.solve(self.influence, -_wall_slopes(w, self.length, self.clamped)[..., None])[..., 0]
+        slopes = _wall_slopes(w, self.length, self.clamped, self.basis)
+        weights = jnp.linalg.solve(self.influence, -slopes[..., None])[..., 0]
         return w + jnp.einsum("...s,...sk->...k", weights, self.homogeneous)
 
 
-def laplacian(w: jnp.ndarray, k2: jnp.ndarray | float, length: float = 2.0) -> jnp.ndarray:
-    """The coefficients of lap w = d^2 w/dz^2 - k^2 w (same shape as ``w``; ``k2`` of its leading shape)."""
-    return chebyshev.derivative(w, length, 2) - jnp.asarray(k2)[..., None] * w
+def laplacian(w: jnp.ndarray, k2: jnp.ndarray | float, length: float = 2.0, basis: Basis = CHEBYSHEV) -> jnp.ndarray:
+    """The coefficients of lap w = d^2 w/dz^2 - k^2 w (same shape as ``w``, a series of ``basis``; ``k2`` of its
+    leading shape)."""
+    return basis.derivative(w, length, 2) - jnp.asarray(k2)[..., None] * w
 
 
 def horizontal_velocity(w: jnp.ndarray, zeta: jnp.ndarray, kx: jnp.ndarray, ky: jnp.ndarray,
-                        length: float = 2.0) -> tuple[jnp.ndarray, jnp.ndarray]:
+                        length: float = 2.0, basis: Basis = CHEBYSHEV) -> tuple[jnp.ndarray, jnp.ndarray]:
     """The coefficients of u and v of a mode (k_x, k_y) != 0 from w and the wall-normal vorticity zeta =
     i k_x v - i k_y u: u = (i k_x dw/dz + i k_y zeta)/k^2, v = (i k_y dw/dz - i k_x zeta)/k^2, so that i k_x u +
-    i k_y v + dw/dz = 0 exactly (the mean flow, k = 0, is stepped on its own)."""
+    i k_y v + dw/dz = 0 exactly (the mean flow, k = 0, is stepped on its own); series of ``basis``."""
     kx, ky = jnp.asarray(kx)[..., None], jnp.asarray(ky)[..., None]
-    slope = chebyshev.derivative(w, length)
+    slope = basis.derivative(w, length)
     k2 = kx**2 + ky**2
     return 1j * (kx * slope + ky * zeta) / k2, 1j * (ky * slope - kx * zeta) / k2
