@@ -55,13 +55,19 @@ BOXES = {
                           ("velocity", "theta")),
     "channel": ({"physics__name": "channel", "initial__name": "laminar", "initial__amplitude": 0.1,
                  "physics__reynolds": 5000.0}, ("velocity",)),
+    # the Legendre basis's transforms across the plates, whole columns on each device of the pencil
+    "convection_legendre": ({"physics__name": "convection", "grid__box": [2.0, 2.0, 1.0], "grid__walls__axis": "z",
+                             "grid__walls__velocity": ["no-slip", "free-slip"], "grid__walls__basis": "legendre",
+                             "initial__name": "conductive", "initial__amplitude": 0.1, "physics__rayleigh": 1e5},
+                            ("velocity", "theta")),
 }
 
 
 @pytest.mark.parametrize("name", BOXES)
 def test_a_walled_box_on_a_pencil_equals_the_single_device_run(devices, name):
-    """Noise (0.1) for 5 steps of 0.01 (convection at Ra = 1e5, a channel's Poiseuille flow at Re = 5000): on a
-    pencil of 2 x 2 the fields end where one device's end, to 1e-12."""
+    """Noise (0.1) for 5 steps of 0.01 (convection at Ra = 1e5, on Chebyshev and on Legendre series below a free
+    surface, a channel's Poiseuille flow at Re = 5000): on a pencil of 2 x 2 the fields end where one device's end,
+    to 1e-12."""
     values, names = BOXES[name]
     values = {"grid__shape": list(SHAPE), **values}
     single = simulation(devices, **values)
