@@ -180,7 +180,10 @@ def plate_heights(snap: Snapshot) -> np.ndarray | None:
     """The points a snapshot holds along the box's last axis where its basis's points are not a periodic grid's
     ``i L / N`` (:class:`simulator.fft.bases.Fourier`): the heights across plates (cell centres of the sine and cosine
     series, Gauss-Lobatto points of the Chebyshev basis), ``(N,)``; None where they are."""
-    points, length = np.asarray(snap.file[axis_names(snap)[2]][...], float), lengths(snap)[2]
+    name = axis_names(snap)[2]
+    if name not in snap.file:  # the first format stored no coordinates, and held periodic boxes only
+        return None
+    points, length = np.asarray(snap.file[name][...], float), lengths(snap)[2]
     regular = Fourier(points.size, length).points()
     return None if np.allclose(points, regular, rtol=0.0, atol=1e-12 * length) else points
 
