@@ -81,3 +81,23 @@ def test_a_walled_backend_names_its_basis(devices):
         fft.domain((1.0, 1.0, 1.0))
     fft = cls((2, 4, 5), build_mesh(cls, None, devices[:1]), walls=True, basis="chebyshev")
     assert isinstance(fft.domain((1.0, 1.0, 1.0))[2], Chebyshev)
+
+
+@pytest.mark.parametrize("overrides", [{"grid.shape": [12, 9], "grid.box": [3.0, 1.0]},
+                                       {"grid.shape": [12, 12, 9], "grid.box": [6.0, 3.0, 1.0]}],
+                         ids=["plane", "box"])
+def test_the_no_slip_equations_drop_the_mode_at_a_third_of_the_points(devices, overrides):
+    """The no-slip equations' 2/3 mask is their bases' rule in integers: along x of 12 points over 3 (or 6) the mode
+    |m| = 4 = N/3 is dropped. Formed in floating point from the wavenumbers, (2 pi m / L) (L / 2 pi) < N/3, it kept
+    that mode at these lengths, where the product rounds to just below 4."""
+    cfg = simulator.load_config("configs/convection_2d_noslip.yaml" if len(overrides["grid.shape"]) == 2
+                                else "configs/convection_3d_noslip.yaml", {**overrides, "fft.backend": "single"})
+    eq = simulator.Simulation(cfg, devices[:1]).equation
+    mask = np.asarray(eq._dealias())  # what the explicit terms are multiplied by
+    axes = [a for a in range(3) if cfg.grid.cells[a] > 1 and a < 2]
+    for a in axes:
+        m = np.rint(np.fft.fftfreq(cfg.grid.cells[a], 1.0 / cfg.grid.cells[a]))
+        kept = np.moveaxis(mask, a, 0).reshape(cfg.grid.cells[a], -1).max(axis=1) > 0
+        assert np.array_equal(kept, 3 * np.abs(m) < cfg.grid.cells[a]), a
+    degrees = np.moveaxis(mask, 2, 0).reshape(cfg.grid.cells[2], -1).max(axis=1) > 0
+    assert np.array_equal(degrees, 3 * np.arange(cfg.grid.cells[2]) < 2 * cfg.grid.cells[2])

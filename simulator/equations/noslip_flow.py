@@ -38,7 +38,6 @@ import numpy as np
 from simulator.equations.base import ImexEquation, Params
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import chebyshev_dealias
 from simulator.fft import FFTBackend
 from simulator.fft.bases import BOUNDED
 from simulator.walls import bases, flow
@@ -57,7 +56,7 @@ class NoSlipEquation(ImexEquation):
     # of the step before, laid out as the state, and that step's dt, replicated) is checkpointed with them
     space: ClassVar[dict[str, str]] = {**_SPACES, "history.dt": "particles", **{
         f"history.{part}.{name}": where for part in ("mass", "explicit") for name, where in _SPACES.items()}}
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky", "keep")
     #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
     _carried: ClassVar[int] = 0
 
@@ -66,6 +65,8 @@ class NoSlipEquation(ImexEquation):
         k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
         # a plane's x is the grid's second axis; a box's x and y its first two
         self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
+        #: each axis's 2/3 rule, its basis's own (the domain's: |m| < N/3 along the plates, degree < 2N/3 across)
+        self.keep = fft.domain_keep(self.box, self.dtype)
 
     @property
     def basis(self) -> bases.Basis:
@@ -126,8 +127,7 @@ class NoSlipEquation(ImexEquation):
 
     def _dealias(self) -> jax.Array:
         """The 2/3 rule along each periodic direction and along the coefficients across the plates (their degrees)."""
-        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
-        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
+        return self.keep[0] * self.keep[1] * self.keep[2]
 
     def heights(self) -> jax.Array:
         """z of the grid points, ``(1, 1, Nz)``: the basis's Gauss-Lobatto points, both plates among them."""

@@ -20,16 +20,6 @@ from simulator.equations.operators import DomainOperators
 from simulator.fft import FFTBackend
 
 
-def chebyshev_dealias(ks: Sequence[jax.Array], periodic: Sequence[tuple[int, float]], n: int, dtype: Any) -> jax.Array:
-    """The 2/3 rule's mask of a no-slip walled spectrum ``(Nx, Ny, n)``: |m| < N/3 along each periodic direction
-    (``ks`` its wavenumbers broadcast to the spectrum, ``periodic`` its (points, period)) and the Chebyshev
-    coefficients of degree below 2n/3, as ``dtype``."""
-    keep = jnp.arange(n) < 2 * n / 3
-    for k, (points, length) in zip(ks, periodic, strict=True):
-        keep = keep & (jnp.abs(k * (length / (2 * jnp.pi))) < points / 3)
-    return keep.astype(dtype)
-
-
 def without_nyquist(hat: jax.Array, ks: Sequence[jax.Array], periodic: Sequence[tuple[int, float]]) -> jax.Array:
     """A walled spectrum ``(..., Nx, Ny, Nz)`` with its Nyquist modes zeroed: ``ks`` the wavenumbers of the periodic
     directions (broadcast to the spectrum), ``periodic`` their (points, period). A real field's coefficient at
