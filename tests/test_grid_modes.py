@@ -93,3 +93,16 @@ def test_validate_prints_the_modes_asked_and_the_points_chosen(capfd, tmp_path):
             "fast transform (x: Fourier |m| <= 127 needs 382, 384 points: FFT of 384 = 2^7 x 3; z: Chebyshev degrees "
             "<= 63 needs 95, 97 points: FFT of 192 = 2^6 x 3)")
     assert line in err.splitlines(), err
+
+
+def test_a_restart_compares_the_shape_not_the_modes_asked():
+    """A run asked by its modes restarts from a config giving the same points (and back): the modes are a record of
+    what was asked (restart="free"), the shape is what the state holds; another shape is a change."""
+    from simulator.run.restart import physics_changes
+
+    by_modes = _grid("convection", modes=[256, 64], box=[4, 1], walls=NO_SLIP)
+    by_points = _grid("convection", shape=[384, 97], box=[4, 1], walls=NO_SLIP)
+    assert physics_changes(C.to_dict(by_modes), by_points) == []
+    assert physics_changes(C.to_dict(by_points), by_modes) == []
+    finer = _grid("convection", modes=[256, 96], box=[4, 1], walls=NO_SLIP)
+    assert physics_changes(C.to_dict(by_modes), finer) == ["grid.shape"]
