@@ -12,6 +12,7 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.cli.common import EXIT_DOES_NOT_FIT, config_args, load, output_path, runtime_overrides, start
+from simulator.config.modes import modes_line
 from simulator.errors import ConfigError
 from simulator.run.signals import EXIT_OK
 
@@ -19,6 +20,8 @@ from simulator.run.signals import EXIT_OK
 def cmd_validate(args: argparse.Namespace) -> int:
     cfg = load(args)
     sys.stdout.write(config_mod.dump(cfg))
+    if (chosen := modes_line(cfg.grid)) is not None:  # on stderr: stdout stays the resolved config's YAML
+        print(chosen, file=sys.stderr)
     cautions(cfg)
     return EXIT_OK
 

@@ -32,6 +32,7 @@ from simulator.config.model import (
     resolve,
     validate,
 )
+from simulator.config.modes import stored_grid
 from simulator.config.yamlfile import parse_yaml, read_yaml
 from simulator.errors import ConfigError
 from simulator.schema import overrides as dotted_keys
@@ -81,6 +82,8 @@ def load(source: str | Path | Mapping[str, Any] | None,
         _refuse_sweep_file(source, raw)
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
+    if stored:  # a resolved config's grid.modes beside the shape chosen from them: an override of either wins
+        raw = stored_grid(raw, _given(overrides))
     tree = set_values(raw, overrides) if isinstance(overrides, Mapping) else apply_overrides(raw, overrides)
     physics = tree.get("physics")
     note = None if stored or not isinstance(physics, Mapping) else member_note(physics.get("name"))
@@ -122,7 +125,7 @@ def _rederived(raw: dict[str, Any], overrides: Mapping[str, Any] | Sequence[str]
     derived = getattr(info.params, "derived_keys", None) if info is not None else None
     if derived is None:
         return raw
-    given = set(overrides) if isinstance(overrides, Mapping) else {o.split("=", 1)[0].strip() for o in overrides}
+    given = _given(overrides)
     out = copy.deepcopy(raw)
     for key in (k for k in derived(physics) if k not in given):
         *path, leaf = key.split(".")
@@ -130,6 +133,11 @@ def _rederived(raw: dict[str, Any], overrides: Mapping[str, Any] | Sequence[str]
         if isinstance(section, dict):
             section.pop(leaf, None)
     return out
+
+
+def _given(overrides: Mapping[str, Any] | Sequence[str]) -> set[str]:
+    """The dotted keys ``overrides`` set (``{"dotted.key": value}`` or ``["dotted.key=value", ...]``)."""
+    return set(overrides) if isinstance(overrides, Mapping) else {o.split("=", 1)[0].strip() for o in overrides}
 
 
 @functools.cache

@@ -28,13 +28,19 @@ def plates_axis(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]
     (None when nothing was read so)."""
     grid = data.get("grid")
     walls = grid.get("walls") if isinstance(grid, Mapping) else None
-    shape = grid.get("shape") if isinstance(grid, Mapping) else None
+    shape = grid_entries(grid) if isinstance(grid, Mapping) else None
     if not (isinstance(walls, Mapping) and walls.get("axis") == PLANE_PLATES_AXIS and isinstance(shape, (list, tuple))
             and len(shape) == 2):
         return data, None
     return ({**data, "grid": {**grid, "walls": {**walls, "axis": PLATES_AXIS}}},
             f"grid.walls.axis = {PLANE_PLATES_AXIS} is read as {PLATES_AXIS}: a plane's plates lie across z, its "
             f"second direction, as a box's (write {PLATES_AXIS})")
+
+
+def grid_entries(grid: Mapping[str, Any]) -> Any:
+    """The raw grid section's ``shape``, else its ``modes`` (``grid.modes``): what says a plane or a box before the
+    points are chosen."""
+    return grid.get("shape", grid.get("modes"))
 
 
 #: a velocity's condition at a plate (:attr:`WallsConfig.series` the bounded basis the pair takes)
@@ -109,6 +115,14 @@ class GridConfig:
         "except across plates (grid.walls), where any count is taken from 2 (free-slip) or 4 (no-slip: 65 "
         "Gauss-Lobatto points, [64, 64, 65])",
         min=1, max=1 << 20)
+    modes: tuple[int, int, int] | tuple[int, int] | None = setting(
+        None, "the modes to keep, (Mx, My, Mz) of a box or (Mx, Mz) of a plane, as Dedalus counts a basis's size "
+        "(a periodic axis's M: |m| < M/2; across plates: degrees 0 .. M - 1), instead of grid.shape (give one of the "
+        "two); the grid is then chosen per axis: the fewest points whose 2/3 rule keeps those modes and whose "
+        "transform is fast (periodic: an even FFT-friendly N; Chebyshev: N - 1 FFT-friendly; sine and cosine: N "
+        "FFT-friendly; Legendre: any N), written to grid.shape ([256, 64] between no-slip plates: [384, 97]); "
+        "null = grid.shape gives the points; a restart compares the shape chosen: the modes may change on a restart",
+        min=1, max=1 << 19, restart="free")
     box: tuple[float, float, float] | tuple[float, float] = setting(
         (TWO_PI, TWO_PI, TWO_PI),
         "box lengths (Lx, Ly, Lz), or (Lx, Ly) of a plane; a single number means a cube (or a square); expressions "
@@ -303,10 +317,11 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
         grid["box"] = list(info.default_box)
     if info.dimensions != 2:
         return {**data, "grid": grid}
-    shape = grid.get("shape", PLANE_DEFAULT)
+    key = "modes" if grid.get("modes") is not None and "shape" not in grid else "shape"  # the points or the modes
+    shape = grid.get(key, PLANE_DEFAULT)
     if isinstance(shape, int) and not isinstance(shape, bool):  # one integer: a square, as it is a cube for a box
         shape = [shape, shape]
-    return {**data, "grid": {**grid, "shape": shape}}
+    return {**data, "grid": {**grid, key: shape}}
 
 
 def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
@@ -325,7 +340,7 @@ def physics_member(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     if info is None or info.physics != name:  # no family, or a member named by its own name
         return data
     grid = data.get("grid") if isinstance(data.get("grid"), Mapping) else {}
-    shape, walls, box = grid.get("shape"), grid.get("walls"), grid.get("box")
+    shape, walls, box = grid_entries(grid), grid.get("walls"), grid.get("box")
     # the plane or the box: grid.shape's entries, else (one number: a square or a cube) grid.box's
     given = next((len(v) for v in (shape, box) if isinstance(v, (list, tuple)) and len(v) in (2, 3)), None)
     dims = given or info.dimensions

@@ -30,6 +30,7 @@ from simulator.config.grid import (
     plates_axis,
 )
 from simulator.config.legacy import upgrade
+from simulator.config.modes import resolve_modes
 from simulator.equations import (
     ENV_EXTRA,
     EquationParams,
@@ -186,7 +187,7 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
     data = physics_member(data, name)
     name = data["physics"].get("name", name) if isinstance(data.get("physics"), Mapping) else name
-    data = default_grid(data, name)
+    data = resolve_modes(default_grid(data, name), name, stored)
     # a broken plug-in is reported by the config that needs it, in its own words
     problem = plugin_problem(name) if isinstance(name, str) else None
     if problem is not None:

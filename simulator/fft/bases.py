@@ -70,6 +70,40 @@ class Axis:
         p, q = self.kept
         return q * np.abs(self.modes() if modes is None else np.asarray(modes)) < p * self.size
 
+    @classmethod
+    def top_mode(cls, count: int) -> int:
+        """The highest mode number of ``count`` modes as Dedalus counts a basis's size: degrees (or sine and cosine
+        numbers) ``0 .. count - 1``."""
+        return count - 1
+
+    @classmethod
+    def fewest(cls, count: int) -> int:
+        """The fewest points whose 2/3 rule (:meth:`keep`) keeps the ``count`` modes of :meth:`top_mode`: the least
+        N with ``q top < p N``."""
+        p, q = cls.kept
+        return q * cls.top_mode(count) // p + 1
+
+    @classmethod
+    def transform_length(cls, n: int) -> int | None:
+        """The length of the FFT that transforms ``n`` points along the axis (None: no FFT, a dense transform)."""
+        return n
+
+    @classmethod
+    def fast(cls, n: int) -> bool:
+        """Whether ``n`` points transform fast: an FFT of an FFT-friendly length (:func:`fft_friendly`), or a dense
+        transform, the same work at any size."""
+        length = cls.transform_length(n)
+        return length is None or fft_friendly(length)
+
+    @classmethod
+    def points_for(cls, count: int, at_least: int = 2) -> int:
+        """The fewest points, at least ``at_least``, whose 2/3 rule keeps ``count`` modes (:meth:`fewest`) and
+        that transform fast (:meth:`fast`): ``grid.modes`` -> ``grid.shape``."""
+        n = max(cls.fewest(count), at_least)
+        while not cls.fast(n):
+            n += 1
+        return n
+
 
 @dataclass(frozen=True)
 class Fourier(Axis):
@@ -79,6 +113,18 @@ class Fourier(Axis):
     bounded = False
     regular = True
     kept = (1, 3)
+
+    @classmethod
+    def top_mode(cls, count: int) -> int:
+        """The highest ``|m|`` of ``count`` modes as Dedalus' ``RealFourier`` of size ``count`` holds them: the cosine
+        and sine of ``m = 0 .. count/2 - 1`` (an odd count rounded up)."""
+        return (count - 1) // 2
+
+    @classmethod
+    def fast(cls, n: int) -> bool:
+        """An even, FFT-friendly ``n``: the real-to-complex transform of the last axis keeps ``n/2`` planes, and an
+        even count divides over a mesh of two devices (taken on every periodic axis alike)."""
+        return n % 2 == 0 and fft_friendly(n)
 
     def points(self) -> np.ndarray:
         """The grid points along the axis, ``(size,)``."""
@@ -135,6 +181,12 @@ class Chebyshev(Axis):
 
     endpoints = True
 
+    @classmethod
+    def transform_length(cls, n: int) -> int | None:
+        """The real FFT of the even extension, ``2 (n - 1)`` points (:mod:`simulator.fft.walls`): fast where ``n - 1``
+        is FFT-friendly."""
+        return 2 * (n - 1)
+
     def points(self) -> np.ndarray:
         """The Gauss-Lobatto points ``H (1 - cos(pi j / (N - 1))) / 2``, ascending from 0 to ``length``,
         ``(size,)``."""
@@ -187,6 +239,11 @@ class Legendre(Chebyshev):
     :class:`Chebyshev`'s: its 2/3 rule). Its transform is the dense ``legendre`` series of :mod:`simulator.fft.walls`
     (:func:`legendre_matrices`)."""
 
+    @classmethod
+    def transform_length(cls, n: int) -> int | None:
+        """None: the transform is a dense matrix product (:func:`legendre_matrices`), the same work at any ``n``."""
+        return None
+
     def points(self) -> np.ndarray:
         """The Legendre-Gauss-Lobatto points ``H (1 + x_j) / 2``, ascending from 0 to ``length``, ``(size,)``."""
         return 0.5 * self.length * (1.0 + legendre_nodes(self.size)[0])
@@ -215,11 +272,26 @@ def fft_friendly(n: int) -> bool:
     return n == 1
 
 
+def factored(n: int) -> str:
+    """How ``n`` factors, as a line writes it after ``n``: `` = 2^7 x 3``, ``, a prime`` (empty for 1)."""
+    parts, p = [], 2
+    while n > 1:
+        power = 0
+        while n % p == 0:
+            n, power = n // p, power + 1
+        if power:
+            parts.append(f"{p}^{power}" if power > 1 else str(p))
+        p += 1
+    if not parts:
+        return ""
+    return " = " + " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else ", a prime"
+
+
 def fast_across(n: int) -> int:
     """The fewest Gauss-Lobatto points, at least ``n``, whose Chebyshev transform (a real FFT of ``2 (N - 1)``
     points, :mod:`simulator.fft.walls`) has an FFT-friendly length: 385 for 384 (2 x 383), 97 for 96 (2 x 5 x 19);
     it keeps the Chebyshev modes of ``n`` points and more (the 2/3 rule keeps the degrees below 2N/3)."""
-    return next(m for m in range(max(n, 2), 2 * n + 2) if fft_friendly(m - 1))
+    return Chebyshev.points_for(1, at_least=max(n, 2))
 
 
 def transpose_weight(n: int) -> np.ndarray:

@@ -16,10 +16,11 @@ import jax
 import jax.numpy as jnp
 
 from simulator.config import Config
+from simulator.config.modes import modes_line
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
-from simulator.fft.bases import fast_across, fft_friendly
+from simulator.fft.bases import factored, fast_across, fft_friendly
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
 from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line, plan_programs
@@ -84,6 +85,8 @@ def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | N
         lines.append(f"  (planning for GPUs on this machine's CPU: compiled by XLA's GPU compiler of jaxlib "
                      f"{jax.lib.__version__} for the {plan.compiled_for}, without a GPU: memory and traffic are that "
                      "build's; another jaxlib may differ)")
+    if (chosen := modes_line(c.grid)) is not None:
+        lines.append(chosen)
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
     if c.grid.domain()[2].endpoints:  # a Gauss-Lobatto axis: its transform is a real FFT of 2 (n - 1) points
@@ -151,22 +154,9 @@ def across_line(n: int) -> str:
     if fft_friendly(n - 1):
         return f"across the plates: {n} points, {length}: FFT-friendly (fast)"
     better = fast_across(n)
-    return (f"across the plates: {n} points, {length} ({n - 1}{_factored(n - 1)}): not FFT-friendly, slower than "
-            f"a smooth length; {better} points ({better - 1}{_factored(better - 1)}) keep these Chebyshev modes and "
+    return (f"across the plates: {n} points, {length} ({n - 1}{factored(n - 1)}): not FFT-friendly, slower than "
+            f"a smooth length; {better} points ({better - 1}{factored(better - 1)}) keep these Chebyshev modes and "
             "more, and transform fast")
-
-
-def _factored(n: int) -> str:
-    """How ``n`` factors, as the plan writes it after ``n``: `` = 2^7 x 3``, ``, a prime``."""
-    parts, p = [], 2
-    while n > 1:
-        power = 0
-        while n % p == 0:
-            n, power = n // p, power + 1
-        if power:
-            parts.append(f"{p}^{power}" if power > 1 else str(p))
-        p += 1
-    return " = " + " x ".join(parts) if len(parts) > 1 or "^" in parts[0] else ", a prime"
 
 
 def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,
