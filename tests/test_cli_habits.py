@@ -131,8 +131,11 @@ HERE = "known keys here: name, precision, grid, fft, physics, initial, time, out
     (["--set", "nu=1e-3"], "nu is Dedalus's name: here it is physics.viscosity; " + HERE),
     (["--set", "mesh_shape=[64,64]"], "mesh_shape is JaxPM's name: here it is grid.shape; " + HERE),
     # a plane's grid has two axes
-    (["--set", "grid.nx=64"], "grid.nx = 64 is an unknown key; nx is FluidSim's and Dedalus's name: here it is "
-                              "grid.shape (its first entry: grid.shape = [nx, ny] on a plane); known keys here: shape"),
+    # FluidSim's nx counts points, Dedalus' Nx modes: each code's key said
+    (["--set", "grid.nx=64"], "grid.nx = 64 is an unknown key; nx is FluidSim's name: here it is grid.shape (its "
+                              "first entry: grid.shape = [nx, ny] on a plane); nx is Dedalus's name: here it is "
+                              "grid.modes (its first entry, in modes as Dedalus counts them, the points then chosen: "
+                              "grid.modes = [Nx, Nz] on a plane); known keys here: shape"),
 ])
 def test_another_codes_name_is_answered_wherever_it_is_written(args, said, capfd):
     """A FluidSim user's params paths (issue 94): at the top level and under FluidSim's own sections, as well as in
@@ -153,8 +156,8 @@ NOSLIP = str(ROOT / "configs" / "convection_2d_noslip.yaml")  # Dedalus' 2D Rayl
                                      "physics.prandtl; " + HERE),
     (NOSLIP, ["--set", "physics.Rayleigh=1e6"], "Rayleigh is Dedalus's name: here it is physics.rayleigh; known keys "
                                                 "for physics.name = convection2d_noslip"),
-    (NOSLIP, ["--set", "Nz=64"], "Nz = 64 is an unknown key; Nz is Dedalus's name: here it is grid.shape (its last "
-                                 "entry, across the plates where grid.walls has them: grid.shape = [nx, ny] on a "
+    (NOSLIP, ["--set", "Nz=64"], "Nz = 64 is an unknown key; Nz is Dedalus's name: here it is grid.modes (its last "
+                                 "entry, across the plates where grid.walls has them: grid.modes = [Nx, Nz] on a "
                                  "plane); " + HERE),
     (NOSLIP, ["--set", "Lz=1"], "Lz is Dedalus's name: here it is grid.box (its last entry, the distance between the "
                                 "plates where grid.walls has them: grid.box = [Lx, Ly] on a plane); " + HERE),

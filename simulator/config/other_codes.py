@@ -107,11 +107,13 @@ OTHER_NAMES = (
               "step's state, capped by time.dt: no threshold"),
     OtherName(DEDALUS, "CFL(cadence)", "time.cfl", "every step's dt is the largest time.cfl allows from that "
               "step's state, capped by time.dt: a cadence of 1"),
-    OtherName(DEDALUS, "Nx", "grid.shape", "its first entry: grid.shape = {shape}"),
+    # Dedalus' sizes count modes (its grid is 3/2 as large): grid.modes takes them and chooses the points
+    OtherName(DEDALUS, "Nx", "grid.modes", "its first entry, in modes as Dedalus counts them, the points then "
+              "chosen: grid.modes = {modes}"),
     OtherName(DEDALUS, "Lx", "grid.box", "its first entry: grid.box = {box}"),
     # Dedalus' examples call the bounded axis z in 2D and 3D: the plates are across the grid's last direction
-    OtherName(DEDALUS, "Nz", "grid.shape", "its last entry, across the plates where grid.walls has them: "
-              "grid.shape = {shape}"),
+    OtherName(DEDALUS, "Nz", "grid.modes", "its last entry, across the plates where grid.walls has them: "
+              "grid.modes = {modes}"),
     OtherName(DEDALUS, "Lz", "grid.box", "its last entry, the distance between the plates where grid.walls has "
               "them: grid.box = {box}"),
     OtherName(DEDALUS, "Rayleigh", "physics.rayleigh"),
@@ -133,8 +135,8 @@ OTHER_NAMES = (
 )
 
 #: a plane's and a box's grid keys, as the notes spell them
-GRIDS = {2: {"shape": "[nx, ny] on a plane", "box": "[Lx, Ly] on a plane"},
-         3: {"shape": "[nx, ny, nz] in a box", "box": "[Lx, Ly, Lz] in a box"}}
+GRIDS = {2: {"shape": "[nx, ny] on a plane", "box": "[Lx, Ly] on a plane", "modes": "[Nx, Nz] on a plane"},
+         3: {"shape": "[nx, ny, nz] in a box", "box": "[Lx, Ly, Lz] in a box", "modes": "[Nx, Ny, Nz] in a box"}}
 #: the sections every config has whole (an equation's keys: only its own)
 COMMON = ("grid", "time", "output", "checkpoint", "runtime", "fft")
 
@@ -242,7 +244,11 @@ def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any
             dimensions: int) -> str:
     """``"nu_2 is FluidSim's name: here it is physics.viscosity"`` with each key's notes, for the ``rows`` of
     ``word`` (and for FluidSim's forcing_rate on a plane, the forcing_power of ``value``)."""
-    codes = " and ".join(f"{code}'s" for code in dict.fromkeys(row.code for row in rows))
+    by_code = {code: [row for row in rows if row.code == code] for code in dict.fromkeys(row.code for row in rows)}
+    if len({tuple(row.key for row in group) for group in by_code.values()}) > 1:
+        # codes that mean different keys by the word (FluidSim's nx counts points, Dedalus' Nx modes): one clause each
+        return "; ".join(_answer(word, group, value, data, info, dimensions) for group in by_code.values())
+    codes = " and ".join(f"{code}'s" for code in by_code)
     notes: dict[str, list[str]] = {}
     for row in rows:
         notes.setdefault(row.key, [])
