@@ -641,31 +641,6 @@ def test_every_output_of_a_cosmological_run_is_in_its_physical_unit():
     assert units["velocity"].startswith("100 km/s")
 
 
-def test_a_mixed_runs_particle_snapshots_name_their_units(tmp_path, capfd):
-    """The cold particles' snapshot files (index and share) said no unit at all, where every field snapshot of the
-    same run names Mpc/h and rho_crit,0: their positions are in Mpc/h and their velocity a dx/dt in 100 km/s, which
-    an h5py or ParaView reader of particles/sNNNNNNNN.h5 could not tell from box units. Each position and velocity
-    has its `units`, and the file its `units` attribute (JSON), as a field snapshot's."""
-    import json
-
-    code, _, err = command(capfd, "run", cosmo_config(tmp_path, 0.5), "--set", "grid.shape=8",
-                           "--set", "physics.fdm_fraction=0.5", "--set", "physics.cdm_particles=512",
-                           "--set", "physics.z_end=63",
-                           "--set", "physics.output_redshifts=[127,63]", "--set", "fft.mesh=[1]",
-                           "--out", str(tmp_path / "run"))
-    assert code == 0, err
-    want = cosmology.describe_units(0.7, 1.0, 127.0)
-    particles = tmp_path / "run" / "particles"
-    files = sorted(particles.glob("s*.h5")) + sorted(particles.glob("s*/p*.h5"))
-    assert len(files) == 4, files
-    for path in files:
-        with h5py.File(path, "r") as f:
-            got = {name: f[name].attrs.get("units") for name in ("position", "unwrapped", "velocity")}
-            assert got == {"position": "Mpc/h", "unwrapped": "Mpc/h", "velocity": want["velocity"]}, path
-            assert json.loads(f.attrs["units"])["length"] == "Mpc/h", path
-    assert want["velocity"].startswith("100 km/s")
-
-
 def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
     """A mixed Gaussian start (f = 0.5, 8^3 in a 2 Mpc/h box, m22 = 1, where the wave's cut-off removes most of
     its power beyond the first shells): the measured total P(k) is its linear reference, shell by shell within a
@@ -891,34 +866,6 @@ def test_a_start_from_a_file_is_refused_naming_the_branch_that_carries_the_parti
     assert "\n" not in str(err.value)
 
 
-def test_a_restart_with_another_initial_redshift_is_refused_in_one_line(tmp_path, monkeypatch, capfd):
-    """physics.z_start is the origin of the clock ln(a/a_start): continued with another, a checkpoint's time is read
-    as another redshift (a state at z = 23 went on as one at z = 47, its time series labelled so). Cold dark matter
-    alone (8^3 particles on 8^3), run to z = 9 and restarted from its checkpoint at z = 11 with z_start 99: refused
-    in one line naming physics.z_start, also with --allow-physics-change, the run untouched; physics.z_end, which
-    says when the run ends, still changes freely. Before, the flag let it through and the run went on. The runs are
-    made by the command's own function in this process (a process each started JAX again), on one device by its
-    mesh, as a process of one device holds them."""
-    config = str(Path(__file__).parents[1] / "configs" / "cold_dark_matter.yaml")
-    base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
-            "--set", "physics.z_end=9", "--set", "physics.output_redshifts=[49,9]", "--set", "time.dt=0.2",
-            "--set", "output.chunk=2", "--set", "checkpoint.every=4", "--set", "fft.mesh=[1]", "--out", "run"]
-    monkeypatch.chdir(tmp_path)
-
-    def run(*extra):
-        code, out, err = command(capfd, "run", config, *base, *extra)
-        return subprocess.CompletedProcess(["simulator", "run"], code, out, err)
-
-    assert run().returncode == 0
-    files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
-    done = run("--restart", "run/checkpoints/c00000008.json", "--set", "physics.z_start=99", "--allow-physics-change")
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith("error: physics.z_start = 99.0 differs from the run being restarted"), done.stderr
-    assert "holds a state of physics.z_start = 49" in done.stderr, done.stderr
-    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
-    assert run("--restart", "--set", "physics.z_end=5").returncode == 0  # when it ends: free, no flag
-
-
 def test_a_traced_fraction_may_not_cross_zero():
     """sim.parameters(fdm_fraction=...) changes f without recompiling, but not to or from 0: that is another
     structure (the wave absent or present); one line naming the key, either way."""
@@ -970,11 +917,33 @@ def cold_particle_snapshots(out, count, processes):
     return cold
 
 
+def particle_snapshots_name_their_units(out, mixed_run):
+    """The cold particles' snapshot files (index and share) of the run ``out`` of configs/fdm_cosmo.yaml name their
+    units. They said none at all, where every field snapshot of the same run names Mpc/h and rho_crit,0: their
+    positions are in Mpc/h and their velocity a dx/dt in 100 km/s, which an h5py or ParaView reader of
+    particles/sNNNNNNNN.h5 could not tell from box units. Each position and velocity has its `units`, and the file its
+    `units` attribute (JSON), as a field snapshot's."""
+    import json
+
+    want = cosmology.describe_units(0.7, 1.0 if mixed_run else None, 127.0)
+    particles = out / "particles"
+    files = sorted(particles.glob("s*.h5")) + sorted(particles.glob("s*/p*.h5"))
+    assert len(files) == 6, files  # an index and its one share at each of the three output redshifts
+    for path in files:
+        with h5py.File(path, "r") as f:
+            got = {name: f[name].attrs.get("units") for name in ("position", "unwrapped", "velocity")}
+            assert got == {"position": "Mpc/h", "unwrapped": "Mpc/h", "velocity": want["velocity"]}, path
+            assert json.loads(f.attrs["units"])["length"] == "Mpc/h", path
+    assert want["velocity"].startswith("100 km/s")
+
+
 @pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
 def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction, capfd):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
-    checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
+    checkpoint the particles, whose snapshots name their units (:func:`particle_snapshots_name_their_units`: checked
+    on this run's files, where a run of its own compiled a grid's programs for them alone); a run restarted from
+    its checkpoint at step 10 ends equal to it bit for bit, and
     restarted on 4 devices in pencils (the particles handed out again by owner) equal to it to 1e-12; and
     the total mass stays at round-off; `simulator plot` draws it (the legends naming what is drawn: no U without the
     wave). The slots' numerics are free at a restart
@@ -983,7 +952,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
     The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
-    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
+    plans it, a restart that would add the wave (f = 0.3) is refused in one line, exit 2, and so is one from another
+    physics.z_start, while physics.z_end changes freely. The refusals and
     the figures and the plan are made by the commands' own function (:func:`simulator.cli.main`) in this process (a
     process each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
     suite's 8 devices by their mesh, as a process of 2 (or 4) devices holds them."""
@@ -1009,6 +979,7 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     split = cold_particle_snapshots(tmp_path / "split", 4096, processes=1)
     assert len(straight.step) == 3 and split.step[0] > 10
     assert np.array_equal(split.position[-1], straight.position[-1])
+    particle_snapshots_name_their_units(tmp_path / "straight", mixed_run)
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
     ends = []
     for name in ("straight", "split"):
@@ -1106,6 +1077,19 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert lines[0].endswith("start it without --restart, into another --out"), lines  # it gave --out: a branch too
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert not (tmp_path / "wave").exists()
+    # physics.z_start is the origin of the clock ln(a/a_start): continued with another, a checkpoint's time is read
+    # as another redshift (a state at z = 23 went on as one at z = 47, its time series labelled so). Restarted with
+    # z_start 150 it is refused in one line naming physics.z_start, also with --allow-physics-change, the run's files
+    # untouched (before, the flag let it through and the run went on); physics.z_end, which says when the run ends,
+    # still changes freely, without the flag
+    files = {p: p.read_bytes() for p in (tmp_path / "straight").rglob("*") if p.is_file()}
+    stderr = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
+                 "physics.z_start=150", "--allow-physics-change", status=2)
+    assert stderr.count("\n") == 1, stderr[-2000:]
+    assert stderr.startswith("error: physics.z_start = 150.0 differs from the run being restarted"), stderr[-2000:]
+    assert "holds a state of physics.z_start = 127" in stderr, stderr
+    assert {p: p.read_bytes() for p in (tmp_path / "straight").rglob("*") if p.is_file()} == files
+    run("straight", "--restart", "--set", "physics.z_end=29")  # when it ends: free, no flag
 
 
 @pytest.mark.slow  # two runs through the CLI, one as two processes (60-75 s on 2 loaded cores)
