@@ -36,7 +36,6 @@ from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
-from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 from simulator.walls import channel, flow
@@ -138,11 +137,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         the periodic mean of the components along the plates) and the passive scalars ``scalar`` ``(S, *shape)``."""
         velocity = fields["velocity"].astype(self.dtype)
         along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
-        ks, periodic = (self.kx, self.ky), [(self.fft.shape[a], self.box[a]) for a in self._axes]
-
-        def forward(x: jax.Array) -> jax.Array:
-            return without_nyquist(self._forward(x), ks[:len(periodic)], periodic)
-
+        forward = self._kept_spectrum
         # no mean flow across the plates (continuity with impermeable plates): the k = 0 column of w is zero
         w = jnp.where(self._mean_mode(), 0.0, forward(velocity[1] if self.plane else velocity[2]))
         zeta = None

@@ -24,7 +24,7 @@ from simulator.equations import wall_scalar_terms
 from simulator.equations.base import Params
 from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
-from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
+from simulator.equations.walled import free_fall, kmax_eta
 from simulator.observables import spectra
 from simulator.walls import eigen, flow
 
@@ -92,11 +92,7 @@ class NoSlipConvection(NoSlipEquation):
         a box (u, v, w)."""
         velocity = fields["velocity"].astype(self.dtype)
         theta = fields["theta"].astype(self.dtype)
-        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
-
-        def forward(x: jax.Array) -> jax.Array:
-            return without_nyquist(self._forward(x), (self.kx, self.ky)[:len(periodic)], periodic)
-
+        forward = self._kept_spectrum
         scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         mean = jnp.mean(self.basis.forward(velocity[:2]), axis=(1, 2))
         if self.plane:

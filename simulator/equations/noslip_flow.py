@@ -110,6 +110,14 @@ class NoSlipEquation(ImexEquation):
     def _forward(self, x: jax.Array) -> jax.Array:
         return self._columns(self.fft.forward_walls(x, self.basis.name))
 
+    def _kept_spectrum(self, x: jax.Array) -> jax.Array:
+        """The walled spectrum of fields ``x`` ``(*batch, *grid)`` on the columns (k_x, k_y) the 2/3 rule keeps,
+        zero on the others: a state made from fields holds nothing there, as the dealiased explicit terms add
+        nothing there, so the kept columns' stage solves are all a step needs. The Nyquist modes
+        are among the others (a real field's coefficient at m = -N/2 is real, so the velocity rebuilt from it by
+        continuity would be imaginary: no real field)."""
+        return jnp.where(self.keep[0] * self.keep[1] != 0, self._forward(x), 0)
+
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
                                       self.basis.name)
