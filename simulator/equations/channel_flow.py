@@ -76,7 +76,8 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
                                flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
-                               hermitian=self.fft.devices == 1, basis=self.basis)
+                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               kept=self.kept_columns)
 
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'

@@ -55,7 +55,8 @@ class NoSlipConvection(NoSlipEquation):
         # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
                                (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane,
-                               hermitian=self.fft.devices == 1, basis=self.basis)
+                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               kept=self.kept_columns)
 
     def couette(self) -> jax.Array:
         """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
