@@ -240,6 +240,48 @@ def test_solves_holding_half_the_modes_of_a_real_field_step_as_the_whole():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
 
 
+def test_solves_holding_the_kept_columns_alone_step_as_every_columns_own():
+    """A flow told the columns the 2/3 rule keeps (``kept``) factors and solves those alone, zero elsewhere: a box's
+    state zero outside them steps as by every column's own solves, to round-off (not bitwise: the plates' sums run in
+    another order over a batch of another shape), exactly zero outside them, with a third of the factors on one
+    device (the kept quarter of the half, 3 x 3 of 6 x 5) and 4/9 of them where the modes are split."""
+    rng = np.random.default_rng(5)
+    shape, n = (6, 9), 12
+    kx, ky = np.meshgrid(np.fft.fftfreq(6, 1 / 6), 2 * np.fft.fftfreq(9, 1 / 9), indexing="ij")
+    runs = (((0, 2), (5, 6)), ((0, 3), (7, 9)))  # |m| < 2 of 6, |m| < 3 of 9
+    keep = (np.abs(np.fft.fftfreq(6, 1 / 6))[:, None] < 2) & (np.abs(np.fft.fftfreq(9, 1 / 9))[None] < 3)
+
+    def spectrum(*lead):  # a real field's, its columns outside the rule's zero
+        return jnp.asarray(np.fft.fftn(rng.standard_normal((*lead, *shape, n)), axes=(-3, -2)) * keep[..., None])
+
+    state = flow.State(spectrum(), spectrum(), jnp.asarray(rng.standard_normal((2, n))), spectrum(1))
+    plates = flow.Plates(((0.5, 0.0), (0.0, -1.0)), ("fixed-value",), ((1.0, 0.0),))
+    for hermitian, factors in ((True, (3, 3)), (False, (3, 5))):
+        flows = [flow.NoSlipFlow(jnp.asarray(kx), jnp.asarray(ky), n, 2.0, 0.05, (0.02,), plates,
+                                 hermitian=hermitian, kept=kept) for kept in ((None, None), runs)]
+        ends = [jax.jit(fl.step(lambda x, t, fl=fl: flow.buoyancy(fl, x), 0.01, imex.RK111))(state, 0.0)
+                for fl in flows]
+        factored = jax.eval_shape(lambda dt, fl=flows[1]: fl.factor(dt, imex.RK111), 0.01)
+        assert factored.normal.velocity.alpha.shape == factors
+        for got, want in zip(jax.tree.leaves(ends[1]), jax.tree.leaves(ends[0]), strict=True):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
+        for got in (ends[1].w, ends[1].zeta, ends[1].scalars):
+            assert not np.asarray(got)[..., ~keep, :].any()
+
+
+@pytest.mark.parametrize("case, columns", [(("single", 1, None), "both"), (("slab", 2, None), "x"),
+                                           (("pencil", 4, None), "neither")], ids=lambda c: c if isinstance(c, str)
+                         else case_id(c))
+def test_the_kept_columns_are_those_of_the_axes_whole_on_a_device(devices, case, columns):
+    """The backend's kept columns (:meth:`kept_columns`): the runs of entries |m| < N/3 along each axis of the plates
+    whole on a device in the real layout (a slab's x, not its y; neither of a pencil's), None where split."""
+    name, n, _ = case
+    fft = BACKENDS[name]((6, 12, 8), build_mesh(BACKENDS[name], None, devices[:n]), walls=True, basis="chebyshev")
+    runs = {0: ((0, 2), (5, 6)), 1: ((0, 4), (9, 12))}
+    want = tuple(runs[a] if columns in ("both", "xy"[a]) else None for a in (0, 1))
+    assert fft.kept_columns((1.0, 1.0, 1.0)) == want
+
+
 def test_the_velocity_of_a_no_slip_flow_is_divergence_free_to_round_off():
     """u and w of a mode rebuilt from w (:func:`flow.velocity`): i k_x u + dw/dz = 0 to round-off, and u = w =
     0 at both plates."""

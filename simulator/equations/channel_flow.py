@@ -36,7 +36,6 @@ from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
-from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 from simulator.walls import channel, flow
@@ -77,7 +76,8 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
                                flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
-                               hermitian=self.fft.devices == 1, basis=self.basis)
+                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               kept=self.kept_columns)
 
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
@@ -138,11 +138,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         the periodic mean of the components along the plates) and the passive scalars ``scalar`` ``(S, *shape)``."""
         velocity = fields["velocity"].astype(self.dtype)
         along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
-        ks, periodic = (self.kx, self.ky), [(self.fft.shape[a], self.box[a]) for a in self._axes]
-
-        def forward(x: jax.Array) -> jax.Array:
-            return without_nyquist(self._forward(x), ks[:len(periodic)], periodic)
-
+        forward = self._kept_spectrum
         # no mean flow across the plates (continuity with impermeable plates): the k = 0 column of w is zero
         w = jnp.where(self._mean_mode(), 0.0, forward(velocity[1] if self.plane else velocity[2]))
         zeta = None

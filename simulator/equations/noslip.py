@@ -24,7 +24,7 @@ from simulator.equations import wall_scalar_terms
 from simulator.equations.base import Params
 from simulator.equations.noise import white_noise
 from simulator.equations.noslip_flow import NoSlipEquation
-from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
+from simulator.equations.walled import free_fall, kmax_eta
 from simulator.observables import spectra
 from simulator.walls import eigen, flow
 
@@ -55,7 +55,8 @@ class NoSlipConvection(NoSlipEquation):
         # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
                                (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane,
-                               hermitian=self.fft.devices == 1, basis=self.basis)
+                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               kept=self.kept_columns)
 
     def couette(self) -> jax.Array:
         """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
@@ -92,11 +93,7 @@ class NoSlipConvection(NoSlipEquation):
         a box (u, v, w)."""
         velocity = fields["velocity"].astype(self.dtype)
         theta = fields["theta"].astype(self.dtype)
-        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
-
-        def forward(x: jax.Array) -> jax.Array:
-            return without_nyquist(self._forward(x), (self.kx, self.ky)[:len(periodic)], periodic)
-
+        forward = self._kept_spectrum
         scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         mean = jnp.mean(self.basis.forward(velocity[:2]), axis=(1, 2))
         if self.plane:

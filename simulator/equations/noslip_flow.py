@@ -75,6 +75,12 @@ class NoSlipEquation(ImexEquation):
         return bases.of(self.fft.basis)
 
     @property
+    def kept_columns(self) -> tuple[tuple[tuple[int, int], ...] | None, ...]:
+        """The columns (k_x, k_y) the stage solves hold: the runs the 2/3 rule keeps along each grid axis of the
+        plates that is whole on a device (:meth:`simulator.fft.domain.DomainSpectra.kept_columns`)."""
+        return self.fft.kept_columns(self.box)
+
+    @property
     def plane(self) -> bool:
         """Whether the grid is a plane (1, Nx, Nz), not a box: the declaration's dimensions."""
         return self.info.dimensions == 2
@@ -109,6 +115,14 @@ class NoSlipEquation(ImexEquation):
 
     def _forward(self, x: jax.Array) -> jax.Array:
         return self._columns(self.fft.forward_walls(x, self.basis.name))
+
+    def _kept_spectrum(self, x: jax.Array) -> jax.Array:
+        """The walled spectrum of fields ``x`` ``(*batch, *grid)`` on the columns (k_x, k_y) the 2/3 rule keeps,
+        zero on the others: a state made from fields holds nothing there, as the dealiased explicit terms add
+        nothing there, so the stage solves hold the kept columns alone (:attr:`kept_columns`). The Nyquist modes
+        are among the others (a real field's coefficient at m = -N/2 is real, so the velocity rebuilt from it by
+        continuity would be imaginary: no real field)."""
+        return jnp.where(self.keep[0] * self.keep[1] != 0, self._forward(x), 0)
 
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),

@@ -20,19 +20,6 @@ from simulator.equations.operators import DomainOperators
 from simulator.fft import FFTBackend
 
 
-def without_nyquist(hat: jax.Array, ks: Sequence[jax.Array], periodic: Sequence[tuple[int, float]]) -> jax.Array:
-    """A walled spectrum ``(..., Nx, Ny, Nz)`` with its Nyquist modes zeroed: ``ks`` the wavenumbers of the periodic
-    directions (broadcast to the spectrum), ``periodic`` their (points, period). A real field's coefficient at
-    m = -N/2 is real, so the velocity a no-slip state rebuilds from w and zeta by continuity (i k / k^2 times a real
-    number) is imaginary there, which no real field holds: a state made from fields keeps those modes at zero, or
-    its velocity would be neither the field it was made from nor divergence-free."""
-    keep = jnp.ones(hat.shape[-3:], bool)
-    for k, (n, length) in zip(ks, periodic, strict=True):
-        if n % 2 == 0:
-            keep = keep & (jnp.rint(jnp.abs(k * (length / (2 * jnp.pi)))) != n // 2)
-    return jnp.where(keep, hat, 0)
-
-
 @jax.tree_util.register_pytree_node_class
 class WalledOperators(DomainOperators):
     """The domain's operators (:class:`~simulator.equations.operators.DomainOperators`) of walled spectra between

@@ -73,6 +73,25 @@ class DomainSpectra:
         return tuple(self._broadcast_vector(basis.keep(self.held_modes(axis, basis)), self.spectral_axis(axis), dtype)
                      for axis, basis in enumerate(self.domain(box)))
 
+    def kept_columns(self, box: Sequence[float]) -> tuple[tuple[tuple[int, int], ...] | None, ...]:
+        """Per periodic axis of a walled spectrum (real axes 0 and 1), the runs ``[start, stop)`` of entries (NumPy's
+        FFT order) whose modes the 2/3 rule keeps, for solves that hold those columns alone; None where the axis
+        keeps every entry or is split between devices in the real layout, the one the walled equations hold their
+        spectra in: a selection along a split axis would keep unequal counts per device (two blocks at the ends of
+        the axis), so it is left whole there. Static, from the grid and the mesh."""
+        from simulator.fft.owned import sharded_axes
+
+        split = {axis for axis, _, _ in sharded_axes(self)}
+        out: list[tuple[tuple[int, int], ...] | None] = []
+        for axis, basis in enumerate(self.domain(box)[:2]):
+            keep = basis.keep(self.held_modes(axis, basis))
+            if axis in split or keep.all():
+                out.append(None)
+                continue
+            edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(int), [0]])))
+            out.append(tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)))
+        return tuple(out)
+
     def domain_weight(self, box: Sequence[float], dtype: jnp.dtype = jnp.float32) -> jax.Array:
         """Parseval's weights ``w`` with ``sum(w |u_hat|**2) / N**2 == mean(u**2)``: the bounded basis's
         (:meth:`~simulator.fft.bases.SinCos.parseval_weights`) across the plates, else the half axis's of a

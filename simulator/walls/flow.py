@@ -26,7 +26,8 @@ scheme's coefficient): for w, (alpha - lap) lap w = R / (gamma dt nu), alpha = 1
 Helmholtz solves and the 2 x 2 influence matrix; for the others one banded Helmholtz solve (alpha + k^2 - d^2/dz^2)
 x = R / (gamma dt nu) (or kappa). The factorisations are O(N) per mode (no N x N inverse is formed or stored),
 built once per gamma dt (:meth:`NoSlipFlow.factor`: a chunk of steps of one dt shares them), and every solve is
-batched over the leading (mode) axes. The bounded direction is whole on the device that solves a mode.
+batched over the leading (mode) axes, over the columns the 2/3 rule keeps alone where told them
+(:attr:`NoSlipFlow.kept`). The bounded direction is whole on the device that solves a mode.
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ class NoSlipFlow:
     ``hermitian``: the modes are those of real fields' spectra, their shape ``(A, B)`` whole (not split between
     devices) in NumPy's FFT order, where mode -(k_x, k_y) is entry (-a mod A, -b mod B): the solves and their
     factorisations then hold the half ``b <= B // 2`` alone and the other half is its conjugate (the problems depend
-    on k^2 alone; half the work and half the factors' memory)."""
+    on k^2 alone; half the work and half the factors' memory). ``kept``: the columns whose right-hand sides may be
+    nonzero (the 2/3 rule zeroes the explicit terms elsewhere, and the state made from fields holds none there):
+    the factorisations and solves hold those alone, and the solutions elsewhere are zero, as the solves of zero
+    right-hand sides and zero plate values are (4/9 of a box's columns, 2/3 of a plane's)."""
 
     kx: jnp.ndarray
     ky: jnp.ndarray
@@ -108,15 +112,47 @@ class NoSlipFlow:
     planar: bool = False  # a plane (x, z): no wall-normal vorticity, none factored
     hermitian: bool = False
     basis: Basis = CHEBYSHEV  # the polynomials across the plates (:mod:`simulator.walls.bases`)
+    #: per modes' axis, the runs [start, stop) of the columns the solves hold (the 2/3 rule's kept ones, from
+    #: :meth:`simulator.fft.domain.DomainSpectra.kept_columns`), None for all: the others' solutions are zero
+    kept: tuple[tuple[tuple[int, int], ...] | None, tuple[tuple[int, int], ...] | None] = (None, None)
 
     @property
     def k2(self) -> jnp.ndarray:
         return jnp.asarray(self.kx) ** 2 + jnp.asarray(self.ky) ** 2
 
-    def _half(self, x: jnp.ndarray, axis: int = -2) -> jnp.ndarray:
-        """The entries ``b <= B // 2`` along the modes' last axis (``axis`` of ``x``) where the solves hold half the
-        modes (:attr:`hermitian`), else ``x``."""
-        return jax.lax.slice_in_dim(x, 0, x.shape[axis] // 2 + 1, axis=axis) if self.hermitian else x
+    def _runs(self) -> tuple[tuple[tuple[int, int], ...] | None, tuple[tuple[int, int], ...] | None]:
+        """The runs of entries the solves hold along each modes' axis (None: all): :attr:`kept`'s, and along the
+        last axis only those ``b <= B // 2`` where :attr:`hermitian`."""
+        first, last = self.kept
+        if self.hermitian:
+            half = self.modes[-1] // 2 + 1
+            last = tuple((a, min(b, half)) for a, b in (last or ((0, half),)) if a < half)
+        return first, last
+
+    def _solved(self, x: jnp.ndarray, axis: int = -2) -> jnp.ndarray:
+        """The entries the solves hold (:meth:`_runs`) of ``x``, whose modes' axes end at ``axis``."""
+        for runs, at in zip(self._runs(), (axis - 1, axis), strict=True):
+            if runs is not None:
+                x = jnp.concatenate([jax.lax.slice_in_dim(x, a, b, axis=at) for a, b in runs], at)
+        return x
+
+    def _placed(self, x: jnp.ndarray, axis: int = -2) -> jnp.ndarray:
+        """The solves' entries ``x`` (:meth:`_solved`'s layout) among zeros at the others, the modes' whole shape:
+        the conjugate half appended where :attr:`hermitian`."""
+        sizes = (self.modes[0], self.modes[-1] // 2 + 1 if self.hermitian else self.modes[-1])
+        for runs, at, size in zip(self._runs(), (axis - 1, axis), sizes, strict=True):
+            if runs is None:
+                continue
+            parts, taken, end = [], 0, 0
+            for a, b in (*runs, (size, size)):
+                if a > end:  # the columns between two runs: zero
+                    shape = list(x.shape)
+                    shape[at] = a - end
+                    parts.append(jnp.zeros(shape, x.dtype))
+                parts.append(jax.lax.slice_in_dim(x, taken, taken + b - a, axis=at))
+                taken, end = taken + b - a, b
+            x = jnp.concatenate(parts, at)
+        return hermitian_full(x, self.modes[-1]) if self.hermitian else x
 
     @property
     def modes(self) -> tuple[int, ...]:
@@ -124,8 +160,8 @@ class NoSlipFlow:
         return jnp.broadcast_shapes(jnp.shape(self.kx), jnp.shape(self.ky))
 
     def _solved_k2(self) -> jnp.ndarray:
-        """k^2 of the modes the solves hold (half of them where :attr:`hermitian`)."""
-        return self._half(jnp.broadcast_to(self.k2, self.modes), -1)
+        """k^2 of the modes the solves hold (:meth:`_runs`)."""
+        return self._solved(jnp.broadcast_to(self.k2, self.modes), -1)
 
     def mass(self, x: State) -> State:
         """M X: lap w for w, the identity for the others."""
@@ -163,14 +199,10 @@ class NoSlipFlow:
         shared = self.plates.along == (DIRICHLET, DIRICHLET)
         s_scales = [factored.gamma_dt * kappa for kappa in self.diffusivities]
         values = self.plates.values
-        size = self.modes[-1] if self.hermitian else None
-
-        def whole(x: jnp.ndarray) -> jnp.ndarray:
-            """The solved half's other half, conjugate, appended (:attr:`hermitian`)."""
-            return x if size is None else hermitian_full(x, size)
+        whole = self._placed
 
         def solve(r: State) -> State:
-            half = self._half
+            half = self._solved
             if r.zeta is not None and shared:
                 # w's first Helmholtz problem and zeta's are the same: one batched solve of both
                 phi, zeta = factored.normal.vorticity.solve(jnp.stack([half(r.w), half(r.zeta)]) / scale)
