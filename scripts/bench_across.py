@@ -6,7 +6,8 @@ The forward transform (:func:`simulator.fft.walls.chebyshev_forward` by :func:`~
 REDFT00 where ``N - 1`` is FFT-friendly, else the even extension's real FFT) of a ``(columns, N)`` float64 field's
 columns, one FFTW thread, compiled once per size; ``--rounds`` rounds, each timing every size in a rotating order
 (``--calls`` calls each), so that the load on a shared machine falls on every size alike. Prints per size the median
-CPU milliseconds of one transform (``time.process_time``) and the machine's load (``os.getloadavg``) before and after.
+CPU milliseconds of one transform (``time.process_time``) and the machine's load (``os.getloadavg``) before and after,
+and writes them to ``--out``/across.csv (outputs/bench/across.csv).
 
     python scripts/bench_across.py                       # 96, 97, 128, 129, 384, 385 points, 1536 columns
     python scripts/bench_across.py --sizes 95 96 97 --columns 384 --rounds 9
@@ -15,9 +16,11 @@ CPU milliseconds of one transform (``time.process_time``) and the machine's load
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import statistics
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +39,7 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=1536, help="columns transformed at once (a plane's Nx)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=20, help="transforms timed per size per round")
+    parser.add_argument("--out", default="outputs/bench", help="directory of the results file, across.csv")
     args = parser.parse_args()
     fft = local.resolve(threads=1)
     rng = np.random.default_rng(0)
@@ -55,12 +59,24 @@ def main() -> None:
             times[n].append((time.process_time() - start) / args.calls * 1e3)
     print(f"forward Chebyshev transform of {args.columns} columns, float64, local FFT {fft.describe()}, "
           f"{args.rounds} rounds of {args.calls} calls; load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    after = os.getloadavg()[0]
     print("| points across | N - 1 | what runs | CPU ms |")
     print("|---|---|---|---|")
+    rows = []
     for n in args.sizes:
         how = "DCT-I (REDFT00)" if fft.name == "fftw" and direct_dct1(n) else "even extension's real FFT"
         friendly = "" if fft_friendly(n - 1) else " (not FFT-friendly)"
         print(f"| {n} | {n - 1}{factored(n - 1)}{friendly} | {how} | {statistics.median(times[n]):.2f} |")
+        rows.append({"points": n, "fft_friendly": fft_friendly(n - 1), "transform": how, "columns": args.columns,
+                     "cpu_ms": round(statistics.median(times[n]), 4), "local_fft": fft.name,
+                     "load_before": round(load, 2), "load_after": round(after, 2)})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "across.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"# wrote {out / 'across.csv'}")
 
 
 if __name__ == "__main__":
