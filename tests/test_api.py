@@ -130,9 +130,12 @@ def test_a_loaded_run_reads_as_a_fluidsim_user_reads_one(tmp_path):
         with pytest.raises(AttributeError, match="^'nu_2' is not a key of this config section; nu_2 is FluidSim's "
                                                  "name: here it is physics.viscosity; its keys: "):
             section.nu_2  # noqa: B018
-    with pytest.raises(AttributeError, match=r"'Nx' is not a key of this config section; Nx is FluidSim's and "
-                                             r"Dedalus's name: here it is grid.shape \(its first entry: grid.shape = "
-                                             r"\[nx, ny\] on a plane\); its keys: shape, box"):
+    # FluidSim's nx counts points, Dedalus' Nx modes: each code's key
+    with pytest.raises(AttributeError, match=r"'Nx' is not a key of this config section; Nx is FluidSim's name: "
+                                             r"here it is grid.shape \(its first entry: grid.shape = \[nx, ny\] on a "
+                                             r"plane\); Nx is Dedalus's name: here it is grid.modes \(its first "
+                                             r"entry, in modes as Dedalus counts them, the points then chosen: "
+                                             r"grid.modes = \[Nx, Nz\] on a plane\); its keys: shape, modes, box"):
         config.grid.Nx  # noqa: B018
     scales = run.scales
     assert isinstance(scales, dict) and "bound method" not in repr(scales)

@@ -203,7 +203,7 @@ def test_launch_prints_an_error_of_every_process_once_and_one_process_s_with_its
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr == "error: grid.shap = 16 is an unknown key; did you mean 'grid.shape'? known keys here: " \
-                       "shape, box, walls\n"
+                       "shape, modes, box, walls\n"
     # process 0 ends first; process 1 then says the same and an error of its own
     both = ("import os, sys, time; rank = os.environ['SIMULATOR_PROCESS_ID']; time.sleep(0.5 * int(rank))\n"
             "print('error: every process', file=sys.stderr)\n"
