@@ -7,7 +7,7 @@ REDFT00 where ``N - 1`` is FFT-friendly, else the even extension's real FFT) of 
 columns, one FFTW thread, compiled once per size; ``--rounds`` rounds, each timing every size in a rotating order
 (``--calls`` calls each), so that the load on a shared machine falls on every size alike. Prints per size the median
 CPU milliseconds of one transform (``time.process_time``) and the machine's load (``os.getloadavg``) before and after,
-and writes them to ``--out``/across.csv (outputs/bench/across.csv).
+and writes them to ``--out``/across.csv and .json (outputs/bench/).
 
     python scripts/bench_across.py                       # 96, 97, 128, 129, 384, 385 points, 1536 columns
     python scripts/bench_across.py --sizes 95 96 97 --columns 384 --rounds 9
@@ -16,16 +16,15 @@ and writes them to ``--out``/across.csv (outputs/bench/across.csv).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.benchmark import machine, write_results
 from simulator.fft import local
 from simulator.fft.bases import factored, fft_friendly
 from simulator.fft.walls import chebyshev_forward, dct1_of, direct_dct1
@@ -68,15 +67,9 @@ def main() -> None:
         friendly = "" if fft_friendly(n - 1) else " (not FFT-friendly)"
         print(f"| {n} | {n - 1}{factored(n - 1)}{friendly} | {how} | {statistics.median(times[n]):.2f} |")
         rows.append({"points": n, "fft_friendly": fft_friendly(n - 1), "transform": how, "columns": args.columns,
-                     "cpu_ms": round(statistics.median(times[n]), 4), "local_fft": fft.name,
-                     "load_before": round(load, 2), "load_after": round(after, 2)})
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "across.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"# wrote {out / 'across.csv'}")
+                     "cpu_ms": round(statistics.median(times[n]), 4), "local_fft": fft.name})
+    print(write_results(args.out, "across", rows, {**machine(), "local_fft": fft.describe(), "load_before": load,
+                                                    "load_after": after}))
 
 
 if __name__ == "__main__":
