@@ -1,5 +1,6 @@
 """The pieces of a no-slip step, timed apart: ``convection2d_noslip`` (configs/convection_2d_noslip.yaml without its
-CFL, float64, one CPU device) at each grid, each piece jitted alone and timed in CPU milliseconds per call (the
+CFL, float64, one CPU device) at each grid, on the layout its chunk steps on (the kept columns of the half spectrum),
+each piece jitted alone and timed in CPU milliseconds per call (the
 median of --repeats rounds of --calls calls, interleaved): the whole RK222 step with its factorisations given, the
 explicit terms (one stage's), the inverse and forward transforms of one field, a stage's solves, and the
 factorisations (once per dt). Run it pinned to one core, as the figures of docs/explanation/chebyshev.md were:
@@ -47,8 +48,9 @@ def main() -> int:
     rows = []
     for nx, nz in args.grids:
         sim = Simulation(load_config(str(CONFIG), {"grid.shape": [nx, nz], "time.cfl": None}), jax.devices()[:1])
-        eq, params = sim.equation, sim.params
-        state = sim.advance(sim.initial_state(), 2, DT)
+        # the layout the chunk steps on (on one device the kept columns of the half spectrum)
+        eq, params = sim.equation.stepping(), sim.params
+        state = sim.equation.to_stepping(sim.advance(sim.initial_state(), 2, DT))
         dt = jnp.asarray(DT)
         core = eq.core(params)
         def factor(dt):

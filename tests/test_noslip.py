@@ -15,7 +15,7 @@ import pytest
 from simulator.fft import BACKENDS, build_mesh
 from simulator.fft.bases import Chebyshev
 from simulator.fft.layouts import LAYOUTS
-from simulator.time import imex
+from simulator.time import imex, multistep
 from simulator.walls import chebyshev, eigen, flow
 
 from support import case_id
@@ -280,6 +280,64 @@ def test_the_kept_columns_are_those_of_the_axes_whole_on_a_device(devices, case,
     runs = {0: ((0, 2), (5, 6)), 1: ((0, 4), (9, 12))}
     want = tuple(runs[a] if columns in ("both", "xy"[a]) else None for a in (0, 1))
     assert fft.kept_columns((1.0, 1.0, 1.0)) == want
+
+
+@pytest.mark.parametrize("shape", [(1, 12, 9), (9, 12, 7)], ids=["plane", "box"])
+def test_the_kept_half_holds_the_kept_columns_of_the_walled_transforms(devices, shape):
+    """The layout a step runs on on one device (:class:`simulator.fft.walls.KeptHalf`): its transforms of fields
+    are the backend's walled transforms on the columns the 2/3 rule keeps, k_y >= 0 (a plane's 1 x 4 of its 12, a
+    box's 5 x 4 of 9 x 12), float64 round-off; spread, its spectrum is the whole one zero outside those columns."""
+    from simulator.fft.walls import KeptHalf
+
+    fft = BACKENDS["single"](shape, build_mesh(BACKENDS["single"], None, devices[:1]), walls=True, basis="chebyshev")
+    half = KeptHalf(shape[0], shape[1])
+    x = jnp.asarray(np.random.default_rng(3).standard_normal((2, *shape)))
+    rules = fft.domain_keep((1.0, 1.0, 1.0), jnp.float64)
+    keep = np.asarray(rules[0] * rules[1])
+    whole = np.asarray(fft.forward_walls(x, "chebyshev")) * keep
+    part = half.forward(fft.local, "chebyshev", x)
+    assert part.shape == (2, 1 if shape[0] == 1 else 5, 4, shape[2])
+    scale = np.abs(whole).max()
+    np.testing.assert_allclose(np.asarray(part), np.asarray(half.gather(jnp.asarray(whole))), rtol=0,
+                               atol=1e-14 * scale)
+    np.testing.assert_allclose(np.asarray(half.spread(part)), whole, rtol=0, atol=1e-14 * scale)
+    np.testing.assert_allclose(np.asarray(half.inverse(fft.local, "chebyshev", part)),
+                               np.asarray(fft.inverse_walls(jnp.asarray(whole), "chebyshev")), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("config, overrides", [
+    ("convection_2d_noslip", {"grid.shape": [24, 17]}),
+    ("convection_2d_noslip", {"grid.shape": [24, 17], "time.integrator": "sbdf2"}),
+    ("channel_retau180", {"grid.shape": [8, 6, 13]}),
+    ("channel_poiseuille", {"grid.shape": [16, 13]})], ids=["plane", "plane-sbdf2", "channel-box", "channel-flux"])
+def test_a_step_on_the_kept_half_is_the_step_on_the_whole_spectrum(devices, config, overrides):
+    """On one device a no-slip chunk runs on the kept columns of the half spectrum (the state's gathered at its
+    start, spread at its end: :meth:`NoSlipEquation.stepping`), and so does a single step (the CFL-controlled
+    chunk's): three steps of each equal three on the whole spectrum (the solves' own half and kept columns) to
+    float64 round-off, a multistep scheme's history and a fixed flux's drive with them; on a slab of 2 the equation
+    steps on its own layout."""
+    from pathlib import Path
+
+    from simulator.api import load_config
+    from simulator.run.simulation import Simulation
+
+    path = Path(__file__).resolve().parents[1] / "configs" / f"{config}.yaml"
+    sim = Simulation(load_config(str(path), {**overrides, "time.cfl": None, "precision": "float64"}), devices[:1])
+    eq, params, dt = sim.equation, sim.params, 0.002
+    assert eq.stepping().half is not None and eq.half is None
+    tableau = multistep.SBDF2 if "time.integrator" in overrides else imex.RK222
+    state = sim.initial_state()
+    whole = jax.jit(lambda s, t: eq.imex_step(s, t, jnp.asarray(dt), params, tableau))
+    single = jax.jit(lambda s, t: imex.make_imex(eq, None, tableau)(s, t, jnp.asarray(dt), params))
+    ends = {"chunk": sim.advance(state, 3, dt), "whole": state, "single": state}
+    for i in range(3):
+        ends["whole"], ends["single"] = whole(ends["whole"], dt * i), single(ends["single"], dt * i)
+    for name in ("chunk", "single"):
+        for got, want in zip(jax.tree.leaves(ends[name]), jax.tree.leaves(ends["whole"]), strict=True):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
+    if len(devices) >= 2 and config == "channel_retau180":
+        two = Simulation(load_config(str(path), {**overrides, "time.cfl": None}), devices[:2])
+        assert two.equation.stepping() is two.equation
 
 
 def test_the_velocity_of_a_no_slip_flow_is_divergence_free_to_round_off():

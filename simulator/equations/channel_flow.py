@@ -72,11 +72,10 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         speed = self.plate_velocity(params)
         kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
         conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._cells)
-        # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
                                flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
-                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               hermitian=self.hermitian, basis=self.basis,
                                kept=self.kept_columns)
 
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:

@@ -52,10 +52,9 @@ class NoSlipConvection(NoSlipEquation):
         plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)),
                              scalars=(tuple(self.physics.temperature_plates), *conditions),
                              values=((0.0, 0.0), *values), walls=tuple(self.physics.velocity_plates))
-        # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
                                (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane,
-                               hermitian=self.fft.devices == 1, basis=self.basis,
+                               hermitian=self.hermitian, basis=self.basis,
                                kept=self.kept_columns)
 
     def couette(self) -> jax.Array:

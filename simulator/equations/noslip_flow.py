@@ -13,7 +13,9 @@ on the backend's grid ``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x the gri
 direction across the plates, whatever a config calls it. The arrays are held in the real layout (split along the
 grid's first or second axis, whole along z), so each device solves its modes' columns whole; the transforms' own
 layout is restored around each transform. Velocity components are listed along the plates first, the wall-normal
-one last: (u, w) in a plane, (u, v, w) in a box.
+one last: (u, w) in a plane, (u, v, w) in a box. On one device the steps run on another layout
+(:meth:`NoSlipEquation.stepping`, :class:`simulator.fft.walls.KeptHalf`): the columns the 2/3 rule keeps of the half
+k_y >= 0 alone, which a chunk gathers from the state at its start and spreads back at its end.
 
 The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator.walls.wall_normal.
 horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products on the grid, H = u x omega
@@ -27,6 +29,7 @@ h_(U, V) the k = 0 entries of (H_x, H_y), h_s.
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -40,6 +43,7 @@ from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 from simulator.fft.bases import BOUNDED
+from simulator.fft.walls import KeptHalf
 from simulator.walls import bases, flow
 from simulator.walls.wall_normal import horizontal_velocity
 
@@ -57,6 +61,7 @@ class NoSlipEquation(ImexEquation):
     space: ClassVar[dict[str, str]] = {**_SPACES, "history.dt": "particles", **{
         f"history.{part}.{name}": where for part in ("mass", "explicit") for name, where in _SPACES.items()}}
     _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky", "keep")
+    _STATIC: ClassVar[tuple[str, ...]] = (*ImexEquation._STATIC, "half")
     #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
     _carried: ClassVar[int] = 0
 
@@ -67,6 +72,54 @@ class NoSlipEquation(ImexEquation):
         self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
         #: each axis's 2/3 rule, its basis's own (the domain's: |m| < N/3 along the plates, degree < 2N/3 across)
         self.keep = fft.domain_keep(self.box, self.dtype)
+        #: the layout of the spectra the methods take: None, the state's (full along the plates); a
+        #: :class:`~simulator.fft.walls.KeptHalf`, the kept columns of the half spectrum the steps run on, on one
+        #: device (:meth:`stepping`)
+        self.half: KeptHalf | None = None
+
+    def stepping(self) -> NoSlipEquation:
+        """This equation on the layout its steps run on: on one device the kept columns of the half spectrum
+        (:class:`~simulator.fft.walls.KeptHalf`: its wavenumbers and 2/3 rules on those columns, its transforms to and
+        from them), elsewhere itself. A step there touches no column the 2/3 rule drops (a third of a plane's
+        columns, 2/9 of a box's, are all it transforms, differentiates and solves, and all a chunk carries): a chunk
+        gathers the state's columns at its start (:meth:`to_stepping`) and spreads them at its end
+        (:meth:`from_stepping`)."""
+        if self.fft.devices != 1 or self.half is not None:
+            return self
+        out = copy.copy(self)
+        out.half = KeptHalf(self.fft.shape[0], self.fft.shape[1])
+        out.kx, out.ky = out.half.select(self.kx), out.half.select(self.ky)
+        out.keep = tuple(out.half.select(k) for k in self.keep)
+        return out
+
+    def to_stepping(self, state: flow.State) -> flow.State:
+        """``state`` (this equation's layout) on :meth:`stepping`'s."""
+        on = self.stepping()
+        return state if on is self else on._relaid(state, on.half.gather)
+
+    def from_stepping(self, state: flow.State) -> flow.State:
+        """Inverse of :meth:`to_stepping`: the whole spectra, zero outside the kept columns, in this layout's
+        sharding."""
+        on = self.stepping()
+        return state if on is self else self._relaid(state, lambda k: self._columns(on.half.spread(k)))
+
+    def _relaid(self, state: flow.State, move: Callable[[jax.Array], jax.Array]) -> flow.State:
+        """``state`` with ``move`` applied to each of its spectra (w, zeta, the scalars, and those of the history a
+        multistep scheme carries), the mean flow and the history's dt as they are."""
+        def one(x: flow.State) -> flow.State:
+            return replace(x, w=move(x.w), zeta=None if x.zeta is None else move(x.zeta),
+                           scalars=None if x.scalars is None else move(x.scalars))
+
+        history = state.history
+        if history is not None:
+            history = replace(history, mass=one(history.mass), explicit=one(history.explicit))
+        return replace(one(state), history=history)
+
+    @property
+    def hermitian(self) -> bool:
+        """Whether the flow core's modes are the whole spectrum of real fields (one device, the state's layout):
+        its solves then hold the half k_y >= 0 and make the rest their conjugates."""
+        return self.fft.devices == 1 and self.half is None
 
     @property
     def basis(self) -> bases.Basis:
@@ -77,8 +130,9 @@ class NoSlipEquation(ImexEquation):
     @property
     def kept_columns(self) -> tuple[tuple[tuple[int, int], ...] | None, ...]:
         """The columns (k_x, k_y) the stage solves hold: the runs the 2/3 rule keeps along each grid axis of the
-        plates that is whole on a device (:meth:`simulator.fft.domain.DomainSpectra.kept_columns`)."""
-        return self.fft.kept_columns(self.box)
+        plates that is whole on a device (:meth:`simulator.fft.domain.DomainSpectra.kept_columns`); every one on
+        the kept half's layout (it holds those alone)."""
+        return (None, None) if self.half is not None else self.fft.kept_columns(self.box)
 
     @property
     def plane(self) -> bool:
@@ -114,6 +168,10 @@ class NoSlipEquation(ImexEquation):
         return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
 
     def _forward(self, x: jax.Array) -> jax.Array:
+        """The walled spectrum of fields ``x`` ``(*batch, *grid)`` in this equation's layout: on the kept half
+        (:attr:`half`), its columns alone."""
+        if self.half is not None:
+            return self.half.forward(self.fft.local, self.basis.name, x)
         return self._columns(self.fft.forward_walls(x, self.basis.name))
 
     def _kept_spectrum(self, x: jax.Array) -> jax.Array:
@@ -125,6 +183,9 @@ class NoSlipEquation(ImexEquation):
         return jnp.where(self.keep[0] * self.keep[1] != 0, self._forward(x), 0)
 
     def _inverse(self, k: jax.Array) -> jax.Array:
+        """The fields of a walled spectrum ``k`` ``(*batch, *grid)`` in this equation's layout."""
+        if self.half is not None:
+            return self.half.inverse(self.fft.local, self.basis.name, k)
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
                                       self.basis.name)
 
@@ -236,7 +297,8 @@ class NoSlipEquation(ImexEquation):
 
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
         """h_w, h_zeta (a box's), h_(U, V) and h_s of the module docstring."""
-        hat = self._dealias() * self._forward(self._advected(state))
+        hat = self._forward(self._advected(state))
+        hat = hat * (self.keep[2] if self.half is not None else self._dealias())
         c = len(self._components())
         mean = [self._mean_of(hat[i]) for i in range(c - 1)]
         if self.plane:
@@ -259,9 +321,11 @@ class NoSlipEquation(ImexEquation):
         return replace(state, history=jax.tree.unflatten(tree, leaves))
 
     def imex_factor(self, dt: jax.Array, params: Params, tableau: Any) -> flow.Factored:
-        """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
+        """The stage solves' factorisations for ``dt`` and ``tableau`` on this equation's columns, built once for a
+        chunk of steps of one dt."""
         return self.core(params).factor(dt, tableau)
 
     def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: Any,
                   factored: flow.Factored | None = None) -> flow.State:
+        """One step of ``state``, in this equation's layout (:attr:`half`; the schemes step on :meth:`stepping`'s)."""
         return self.core(params).step(self.explicit, dt, tableau, factored)(state, t)

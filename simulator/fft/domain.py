@@ -24,6 +24,7 @@ import numpy as np
 
 from simulator.fft import bases as bases_mod
 from simulator.fft.bases import Basis
+from simulator.fft.walls import runs_of
 
 
 class DomainSpectra:
@@ -88,8 +89,7 @@ class DomainSpectra:
             if axis in split or keep.all():
                 out.append(None)
                 continue
-            edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(int), [0]])))
-            out.append(tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)))
+            out.append(runs_of(keep))
         return tuple(out)
 
     def domain_weight(self, box: Sequence[float], dtype: jnp.dtype = jnp.float32) -> jax.Array:

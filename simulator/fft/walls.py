@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -201,6 +202,99 @@ def forward(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
 def inverse(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     """Inverse of :func:`forward`: the real field ``(*batch, Nx, Ny, Nz)``."""
     return inverse_z(local, parity, local.ifftn(k, (-3, -2)))
+
+
+def runs_of(keep: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The runs ``[start, stop)`` of the true entries of a 1D bool ``keep``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(int), [0]])))
+    return tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True))
+
+
+def kept_runs(n: int) -> tuple[tuple[int, int], ...]:
+    """The runs of entries (NumPy's FFT order) of a periodic axis of ``n`` points whose modes the 2/3 rule keeps
+    (:meth:`simulator.fft.bases.Fourier.keep`): ``m = 0 .. a - 1``, then ``m = -(a - 1) .. -1``."""
+    return runs_of(bases.Fourier(n, 1.0).keep())
+
+
+def gather_runs(x: jax.Array, runs: tuple[tuple[int, int], ...], axis: int) -> jax.Array:
+    """The entries of ``runs`` (``[start, stop)`` each) of ``x`` along ``axis``, one after the other."""
+    return jnp.concatenate([jax.lax.slice_in_dim(x, a, b, axis=axis) for a, b in runs], axis)
+
+
+def spread_runs(part: jax.Array, runs: tuple[tuple[int, int], ...], n: int, axis: int) -> jax.Array:
+    """Inverse of :func:`gather_runs`: ``part`` placed back at ``runs`` among zeros, ``n`` entries along ``axis``."""
+    axis %= part.ndim
+    pieces, taken, end = [], 0, 0
+    for a, b in (*runs, (n, n)):
+        if a > end:
+            pieces.append(jnp.zeros((*part.shape[:axis], a - end, *part.shape[axis + 1:]), part.dtype))
+        pieces.append(jax.lax.slice_in_dim(part, taken, taken + b - a, axis=axis))
+        taken, end = taken + b - a, b
+    return jnp.concatenate(pieces, axis)
+
+
+def _of_complex(transform: Callable[[jax.Array], jax.Array], part: jax.Array) -> jax.Array:
+    """A real transform of the last axis of the real and the imaginary parts of ``part``, one batch of both."""
+    both = transform(jnp.stack([jnp.real(part), jnp.imag(part)]))
+    return jax.lax.complex(both[0], both[1])
+
+
+@dataclass(frozen=True)
+class KeptHalf:
+    """The columns (k_x, k_y) of a walled spectrum on one device that the 2/3 rule of both periodic axes keeps,
+    of the half k_y >= 0 alone (a real field's spectrum holds the others as their conjugates): 2/9 of a box's
+    columns, 1/3 of a plane's. ``(nx, ny)``: the periodic axes' points, the grid's first two (a plane's ``(1,
+    Nx)``). Arrays in this layout are ``(*batch, Kx, Ky, Nz)``: along the first axis the kept entries in NumPy's
+    order (:func:`kept_runs`: m = 0 .. a - 1, then -(a - 1) .. -1), along the second k_y = 0 .. Ky - 1.
+
+    What the no-slip step runs on, on one device (:mod:`simulator.equations.noslip_flow`): the stage solves hold
+    these columns alone, and the explicit terms' products are transformed to and from them directly
+    (:meth:`forward`, :meth:`inverse`: the real transform of (x, y), the series across the plates of the kept
+    columns alone), so that no step touches the columns the 2/3 rule drops."""
+
+    nx: int
+    ny: int
+
+    @property
+    def rows(self) -> tuple[tuple[int, int], ...]:
+        """The kept entries' runs along the first axis."""
+        return kept_runs(self.nx)
+
+    @property
+    def count(self) -> int:
+        """Ky: the kept k_y >= 0."""
+        return kept_runs(self.ny)[0][1]
+
+    def gather(self, k: jax.Array) -> jax.Array:
+        """The columns of a walled spectrum ``(*batch, Nx, Ny, Nz)`` (full along (x, y), of real fields) in this
+        layout."""
+        return gather_runs(k[..., : self.count, :], self.rows, -3)
+
+    def spread(self, part: jax.Array) -> jax.Array:
+        """Inverse of :meth:`gather` for a spectrum that holds nothing outside the kept columns: the full
+        spectrum, zero outside them, the negative k_y the conjugates of the positive."""
+        half = spread_runs(spread_runs(part, self.rows, self.nx, -3), ((0, self.count),), self.ny // 2 + 1, -2)
+        return hermitian_full(half, self.ny)
+
+    def select(self, vector: jax.Array) -> jax.Array:
+        """A 3D vector that broadcasts against a walled spectrum (size 1 or the grid's along each axis, as
+        :meth:`simulator.fft.domain.DomainSpectra.domain_keep`'s) on this layout's columns."""
+        if vector.shape[0] > 1:
+            vector = gather_runs(vector, self.rows, 0)
+        return vector[:, : self.count] if vector.shape[1] > 1 else vector
+
+    def forward(self, local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
+        """The kept columns of :func:`forward` of real fields ``x`` ``(*batch, Nx, Ny, Nz)``: the real transform of
+        (x, y) (half the complex one's work), then the series across the plates of the kept columns alone."""
+        half = local.rfftn(x, (-3, -2))[..., : self.count, :]
+        return _of_complex(functools.partial(forward_z, local, parity), gather_runs(half, self.rows, -3))
+
+    def inverse(self, local: LocalFFT, parity: str, part: jax.Array) -> jax.Array:
+        """The real fields ``(*batch, Nx, Ny, Nz)`` of a spectrum on the kept columns ``part``, the others zero:
+        the series across the plates of those columns, then the real inverse of (x, y)."""
+        values = _of_complex(functools.partial(inverse_z, local, parity), part)
+        half = spread_runs(spread_runs(values, self.rows, self.nx, -3), ((0, self.count),), self.ny // 2 + 1, -2)
+        return local.irfftn(half, (-3, -2), self.ny)
 
 
 #: what a walled backend's layout says (:meth:`simulator.fft.base.FFTBackend.describe_layout`)

@@ -126,18 +126,24 @@ def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, 
 def make_imex(eq: Any, stage_eq: Callable[..., Any], tableau: Any) -> Callable[..., Any]:
     """The step of an ``imex`` equation by ``tableau`` (a :class:`Tableau` or a
     :class:`~simulator.time.multistep.Multistep`; the factory :data:`simulator.time.schemes.SCHEMES` names):
-    ``eq.imex_step``, its stage solves (banded) its own."""
-    return lambda state, t, dt, params: eq.imex_step(state, t, dt, params, tableau)
+    ``eq.imex_step``, its stage solves (banded) its own, on the layout the equation steps on (``eq.stepping()``: the
+    state moved there and back around the step)."""
+    def step(state: Any, t: Any, dt: Any, params: Any) -> Any:
+        on = eq.stepping()
+        return eq.from_stepping(on.imex_step(eq.to_stepping(state), t, dt, params, tableau))
+
+    return step
 
 
 def make_imex_steps(eq: Any, tableau: Any) -> Callable[..., Any]:
     """An IMEX scheme's chunk: the solves factored once for its dt (``eq.imex_factor``), each step settled as by
-    :func:`simulator.time.integrators.bind`."""
+    :func:`simulator.time.integrators.bind`, all on the layout the equation steps on (``eq.stepping()``)."""
     from simulator.time.integrators import run_steps
 
     def steps(state, t, n, dt, params):
-        factored = eq.imex_factor(dt, params, tableau)
-        step = lambda s, t, dt, p: eq.settle(eq.imex_step(s, t, dt, p, tableau, factored), t, dt, p)  # noqa: E731
-        return run_steps(step, state, t, n, dt, params)
+        on = eq.stepping()  # the layout the steps run on: the state moved there once a chunk, and back
+        factored = on.imex_factor(dt, params, tableau)
+        step = lambda s, t, dt, p: on.settle(on.imex_step(s, t, dt, p, tableau, factored), t, dt, p)  # noqa: E731
+        return eq.from_stepping(run_steps(step, eq.to_stepping(state), t, n, dt, params))
 
     return steps

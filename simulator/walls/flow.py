@@ -39,7 +39,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from simulator.fft.walls import hermitian_full
+from simulator.fft.walls import gather_runs, hermitian_full, spread_runs
 from simulator.walls.bases import CHEBYSHEV, Basis
 from simulator.walls.eigen import NO_SLIP
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
@@ -133,7 +133,7 @@ class NoSlipFlow:
         """The entries the solves hold (:meth:`_runs`) of ``x``, whose modes' axes end at ``axis``."""
         for runs, at in zip(self._runs(), (axis - 1, axis), strict=True):
             if runs is not None:
-                x = jnp.concatenate([jax.lax.slice_in_dim(x, a, b, axis=at) for a, b in runs], at)
+                x = gather_runs(x, runs, at)
         return x
 
     def _placed(self, x: jnp.ndarray, axis: int = -2) -> jnp.ndarray:
@@ -141,17 +141,8 @@ class NoSlipFlow:
         the conjugate half appended where :attr:`hermitian`."""
         sizes = (self.modes[0], self.modes[-1] // 2 + 1 if self.hermitian else self.modes[-1])
         for runs, at, size in zip(self._runs(), (axis - 1, axis), sizes, strict=True):
-            if runs is None:
-                continue
-            parts, taken, end = [], 0, 0
-            for a, b in (*runs, (size, size)):
-                if a > end:  # the columns between two runs: zero
-                    shape = list(x.shape)
-                    shape[at] = a - end
-                    parts.append(jnp.zeros(shape, x.dtype))
-                parts.append(jax.lax.slice_in_dim(x, taken, taken + b - a, axis=at))
-                taken, end = taken + b - a, b
-            x = jnp.concatenate(parts, at)
+            if runs is not None:
+                x = spread_runs(x, runs, size, at)
         return hermitian_full(x, self.modes[-1]) if self.hermitian else x
 
     @property
