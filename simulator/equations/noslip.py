@@ -14,7 +14,7 @@ points and the Gauss-Lobatto heights z_j (:class:`simulator.fft.bases.Chebyshev`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -32,9 +32,6 @@ from simulator.walls import eigen, flow
 class NoSlipConvection(NoSlipEquation):
     """No-slip Rayleigh-Benard convection on a walled plane or box (single or slab; a box on a pencil too); each
     equation's declaration says which (:attr:`plane`)."""
-
-    # theta on the grid: its buoyancy on w and the conductive gradient it is carried along
-    _carried: ClassVar[int] = 1
 
     @property
     def fixed_flux(self) -> bool:
@@ -79,10 +76,11 @@ class NoSlipConvection(NoSlipEquation):
         keys = [f + d for f in (*names, "theta") for d in slopes]
         return dict(zip(keys, jax.lax.map(one, jnp.arange(len(keys))), strict=True))
 
-    def _sources(self, advected: jax.Array, fields: jax.Array) -> jax.Array:
-        """The buoyancy theta z_hat on w, the conductive gradient carried by w on theta."""
+    def _sources(self, hat: jax.Array, state: flow.State) -> jax.Array:
+        """The buoyancy theta z_hat on w, the conductive gradient carried by w on theta: linear, added to the
+        products' spectra."""
         c = len(self._components())
-        return advected.at[c - 1].add(fields[c]).at[c].add(fields[c - 1])
+        return hat.at[c - 1].add(self._truncated(state.scalars[0])).at[c].add(self._truncated(state.w))
 
     # ---- states and fields ------------------------------------------------------------------------------
 

@@ -19,9 +19,10 @@ k_y >= 0 alone, which a chunk gathers from the state at its start and spreads ba
 
 The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator.walls.wall_normal.
 horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products on the grid, H = u x omega
-(rotational form: :meth:`NoSlipEquation._advected` says why the gradient of |u|^2/2 may be dropped) plus the
-equation's sources, and -(u . grad) s for each scalar, transformed back and dealiased by the 2/3 rule along the
-periodic axes (|m| < N/3) and along the coefficients across the plates (degrees k < 2 Nz/3), then h_w = -k^2 H_z
+(rotational form: :meth:`NoSlipEquation._advected` says why the gradient of |u|^2/2 may be dropped) and -(u .
+grad) s for each scalar, transformed back and dealiased by the 2/3 rule along the periodic axes (|m| < N/3) and
+along the coefficients across the plates (degrees k < 2 Nz/3), the equation's linear sources added to those spectra
+(truncated alike: :meth:`NoSlipEquation._sources`), then h_w = -k^2 H_z
 - d/dz (i k_x H_x + i k_y H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x,
 h_(U, V) the k = 0 entries of (H_x, H_y), h_s.
 """
@@ -62,8 +63,6 @@ class NoSlipEquation(ImexEquation):
         f"history.{part}.{name}": where for part in ("mass", "explicit") for name, where in _SPACES.items()}}
     _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky", "keep")
     _STATIC: ClassVar[tuple[str, ...]] = (*ImexEquation._STATIC, "half")
-    #: how many of the state's scalars (the first ones) :meth:`_sources` needs on the grid
-    _carried: ClassVar[int] = 0
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
         super().__init__(fft, box, dtype, physics)
@@ -263,21 +262,28 @@ class NoSlipEquation(ImexEquation):
         u, v, w = self.velocity_hat(state)
         return [1j * self.ky * w - self._dz(v), self._dz(u) - 1j * self.kx * w, 1j * self.kx * v - 1j * self.ky * u]
 
-    def _sources(self, advected: jax.Array, fields: jax.Array) -> jax.Array:
-        """The products ``advected`` ``(C + S, *grid)`` with the equation's sources added, ``fields`` the velocity's
-        C components and the first :attr:`_carried` scalars on the grid: none here."""
-        return advected
+    def _sources(self, hat: jax.Array, state: flow.State) -> jax.Array:
+        """The products' dealiased spectra ``hat`` ``(C + S, *grid)`` with the equation's linear explicit sources added
+        from ``state``'s spectra: none here. A linear term is added to the spectra, not to the products on the grid:
+        one inverse transform fewer a field, the same sum to round-off once it is truncated as the products are
+        (:meth:`_truncated`)."""
+        return hat
+
+    def _truncated(self, hat: jax.Array) -> jax.Array:
+        """``hat`` dealiased as the products are: the 2/3 rule along each periodic direction (the kept half holds
+        those columns alone) and along the coefficients across the plates (their degrees)."""
+        return hat * (self.keep[2] if self.half is not None else self._dealias())
 
     def _advected(self, state: flow.State) -> jax.Array:
-        """u x omega for the C velocity components and -(u . grad) s for each scalar, with :meth:`_sources`, on the
-        grid, ``(C + S, *grid)``. The rotational form, -(u . grad) u = u x omega - grad |u|^2/2, drops the gradient:
-        h_w's curl of the curl and h_zeta's curl remove it, the mean flow's horizontal averages hold none. It
-        transforms the vorticity (1 field, 3 in a box), not the velocity's gradient (4, 9): 6 inverse transforms a
-        plane's stage with one scalar, not 9; 10 a box's, not 16. The forms differ by the dropped gradient's aliasing
-        (its dealiased products are no spectral gradient)."""
+        """u x omega for the C velocity components and -(u . grad) s for each scalar on the grid, ``(C + S, *grid)``.
+        The rotational form, -(u . grad) u = u x omega - grad |u|^2/2, drops the gradient: h_w's curl of the curl and
+        h_zeta's curl remove it, the mean flow's horizontal averages hold none. It transforms the vorticity (1 field,
+        3 in a box), not the velocity's gradient (4, 9): 5 inverse transforms a plane's stage with one scalar, not 8;
+        9 a box's, not 15. The forms differ by the dropped gradient's aliasing (its dealiased products are no
+        spectral gradient)."""
         spectrum, count = self._spectra(state)
         c = len(self._components())
-        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), jnp.arange(c + self._carried))
+        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), jnp.arange(c))
         omega = [self._inverse(o) for o in self._vorticity_hat(state)]
         if self.plane:  # u = (u, w), omega = omega_y: u x omega = (-w omega_y, u omega_y)
             velocity = [-fields[1] * omega[0], fields[0] * omega[0]]
@@ -293,12 +299,11 @@ class NoSlipEquation(ImexEquation):
                 return -sum(fields[j] * self._inverse(slope(f)) for j, slope in enumerate(slopes))
 
             advected = jnp.concatenate([advected, jax.lax.map(one, jnp.arange(c, count))])
-        return self._sources(advected, fields)
+        return advected
 
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
         """h_w, h_zeta (a box's), h_(U, V) and h_s of the module docstring."""
-        hat = self._forward(self._advected(state))
-        hat = hat * (self.keep[2] if self.half is not None else self._dealias())
+        hat = self._sources(self._truncated(self._forward(self._advected(state))), state)
         c = len(self._components())
         mean = [self._mean_of(hat[i]) for i in range(c - 1)]
         if self.plane:
