@@ -316,9 +316,9 @@ def test_the_kept_half_holds_the_kept_columns_of_the_walled_transforms(devices, 
 def test_a_step_on_the_kept_half_is_the_step_on_the_whole_spectrum(devices, config, overrides):
     """On one device a no-slip chunk runs on the kept columns of the half spectrum (the state's gathered at its
     start, spread at its end: :meth:`NoSlipEquation.stepping`), and so does a single step (the CFL-controlled
-    chunk's; the plane's): three steps of each equal three on the whole spectrum (the solves' own half and kept columns) to
-    float64 round-off, a multistep scheme's history and a fixed flux's drive with them; on a slab of 2 the equation
-    steps on its own layout."""
+    chunk's; the plane's): three steps of each equal three on the whole spectrum (the solves' own half and kept
+    columns) to float64 round-off, a multistep scheme's history and a fixed flux's drive with them; on a slab of 2
+    the equation steps on its own layout."""
     from pathlib import Path
 
     from simulator.api import load_config
