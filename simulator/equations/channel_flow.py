@@ -157,12 +157,15 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy; the passive
         scalars."""
-        c, g = self._grid(state)
         out = {} if state.scalars is None else {"scalar": self._inverse(state.scalars)}
         if self.plane:
+            c, g = self._grid(state)
             return {**out, "streamwise": c[0], "vorticity": g[1][0] - g[0][1],
                     "velocity": jnp.stack([c[0], c[1], jnp.zeros_like(c[0])])}
-        return {**out, "streamwise": c[0], "velocity": jnp.stack(c)}
+        # a box's velocity alone: its gradient is no field of the snapshot, and a batch of all twelve would be
+        # the program's largest memory
+        velocity = self._inverse(jnp.stack(self.velocity_hat(state)))
+        return {**out, "streamwise": velocity[0], "velocity": velocity}
 
     # ---- diagnostics, profiles and spectra -----------------------------------------------------------------
 

@@ -286,15 +286,31 @@ class KeptHalf:
     def forward(self, local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
         """The kept columns of :func:`forward` of real fields ``x`` ``(*batch, Nx, Ny, Nz)``: the real transform of
         (x, y) (half the complex one's work), then the series across the plates of the kept columns alone."""
-        half = local.rfftn(x, (-3, -2))[..., : self.count, :]
-        return _of_complex(functools.partial(forward_z, local, parity), gather_runs(half, self.rows, -3))
+        return jax.jit(kept_half_forward, static_argnums=(0, 1, 2))(self, local, parity, x)
 
     def inverse(self, local: LocalFFT, parity: str, part: jax.Array) -> jax.Array:
         """The real fields ``(*batch, Nx, Ny, Nz)`` of a spectrum on the kept columns ``part``, the others zero:
         the series across the plates of those columns, then the real inverse of (x, y)."""
-        values = _of_complex(functools.partial(inverse_z, local, parity), part)
-        half = spread_runs(spread_runs(values, self.rows, self.nx, -3), ((0, self.count),), self.ny // 2 + 1, -2)
-        return local.irfftn(half, (-3, -2), self.ny)
+        return jax.jit(kept_half_inverse, static_argnums=(0, 1, 2))(self, local, parity, part)
+
+
+# each a nested jit, so that a step's jaxpr names it: the planner counts them as it counts the distributed FFT's
+# primitive (:func:`simulator.planning.plan.transforms_per_step`), one scalar 3D transform per field of the batch
+def kept_half_forward(half: KeptHalf, local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
+    """:meth:`KeptHalf.forward`."""
+    spectrum = local.rfftn(x, (-3, -2))[..., : half.count, :]
+    return _of_complex(functools.partial(forward_z, local, parity), gather_runs(spectrum, half.rows, -3))
+
+
+def kept_half_inverse(half: KeptHalf, local: LocalFFT, parity: str, part: jax.Array) -> jax.Array:
+    """:meth:`KeptHalf.inverse`."""
+    values = _of_complex(functools.partial(inverse_z, local, parity), part)
+    spectrum = spread_runs(spread_runs(values, half.rows, half.nx, -3), ((0, half.count),), half.ny // 2 + 1, -2)
+    return local.irfftn(spectrum, (-3, -2), half.ny)
+
+
+#: the kept half's transforms by the names a jaxpr gives their nested jits
+KEPT_TRANSFORMS = (kept_half_forward.__name__, kept_half_inverse.__name__)
 
 
 #: what a walled backend's layout says (:meth:`simulator.fft.base.FFTBackend.describe_layout`)

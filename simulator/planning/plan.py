@@ -32,6 +32,7 @@ from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.fft import plane
 from simulator.fft.bases import fft_friendly
+from simulator.fft.walls import KEPT_TRANSFORMS
 from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
 from simulator.run.programs import run_programs
@@ -367,8 +368,9 @@ def spectral_layout(sim: Any) -> dict[str, Any]:
 
 def transforms_per_step(sim: Any, state: Any) -> int:
     """Scalar 3D transforms in one step (:meth:`~simulator.run.simulation.Simulation.step`, with an adaptive
-    dt the controller's too): the FFT primitives of its jaxpr, counted per batched field, loops multiplied
-    by their trip counts, after dead code is removed (as XLA removes it: the controller's rate is one
+    dt the controller's too): the FFT primitives of its jaxpr and the kept half's walled transforms
+    (:data:`simulator.fft.walls.KEPT_TRANSFORMS`, the no-slip steps' on one device), counted per batched field, loops
+    multiplied by their trip counts, after dead code is removed (as XLA removes it: the controller's rate is one
     diagnostic, and the others' transforms are not run)."""
     from jax._src.interpreters.partial_eval import dce_jaxpr  # the DCE jit's own lowering runs
     from jax.extend.core import jaxprs_in_params
@@ -381,6 +383,9 @@ def transforms_per_step(sim: Any, state: Any) -> int:
         for eqn in jp.eqns:
             if eqn.primitive.name == "distributed_fft3d":
                 total += math.prod(eqn.invars[0].aval.shape[:-3])
+            if eqn.params.get("name") in KEPT_TRANSFORMS:  # a nested jit: the fields its last argument stacks
+                total += math.prod(eqn.invars[-1].aval.shape[:-3])
+                continue
             times = eqn.params.get("length", 1) if eqn.primitive.name == "scan" else 1
             for sub in jaxprs_in_params(eqn.params):
                 total += times * count(sub)
