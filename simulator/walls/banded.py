@@ -3,10 +3,18 @@ index (a horizontal mode), factored by Gaussian elimination with partial pivotin
 
 Storage is banded throughout (LAPACK's ``gbtrf`` in the manner of Golub & Van Loan 2013, sec. 4.3.5, for one
 sub-diagonal): ``bands[..., i, d]`` is the entry of row i at column i - 1 + d, d = 0..upper + 1 (d = 0 the
-sub-diagonal, d = 1 the diagonal); the factors hold, per row, the row interchange (whether row i + 1 was taken as
-the pivot), the multiplier and the row of U, whose pivoting fills one more super-diagonal, rows first:
-``(n, ...)``, ``(n, ...)`` and ``(n, ..., upper + 2)``; a solve's vectors are rows first too. Nothing of size n^2
-is formed. The elimination runs down the rows with ``lax.scan``, every matrix of the batch at once.
+sub-diagonal, d = 1 the diagonal; row 0's sub-diagonal entry is ignored); the factors hold, per row, the row
+interchange (whether row i + 1 was taken as the pivot), the multiplier and the row of U, whose pivoting fills one
+more super-diagonal, rows first: ``(n, ...)``, ``(n, ...)`` and ``(n, ..., upper + 2)``, the last row's interchange
+and multiplier none. Nothing of size n^2 is formed. The elimination runs down the rows with ``lax.scan``, every
+matrix of the batch at once.
+
+The sweeps' loops take :data:`ROWS` rows a trip, written out in their bodies, so the factors keep an even row count
+(an odd system gains an identity row, whose unknown is zero): each loop then reads the arrays it is given in place.
+A loop that ``lax.scan`` unrolls itself over a count it does not divide, or one fed slices (rows 1..n-1), copies its
+inputs first, every factor among them, once per solve: a 64^2 no-slip plane's chunk held 310 bytes per cell so,
+252 now. So the down sweep, which pairs row i's interchange with row i + 1's right-hand side, takes the right-hand
+side as its first row and the rows after it (:func:`solve`), as the caller's reordering copy makes them.
 """
 
 from __future__ import annotations
@@ -19,58 +27,97 @@ import jax.numpy as jnp
 #: rows eliminated per trip of the sweeps' loops: two halve the trips, whose fixed cost is most of a sweep's time at
 #: a few hundred modes, and measured fastest (a 1536 x 384 plane's stage solves 39 -> 28 CPU ms on one core; four
 #: or eight slower again, their larger bodies fused worse)
-UNROLL = 2
+ROWS = 2
 
 
 class Factors(NamedTuple):
     """A batch of banded LU factorisations, rows first (arrays ``(n, ...)``, ``(n, ...)``, ``(n, ..., upper +
-    2)``): the order the solves' sweeps read them in, so a solve moves no factor."""
+    2)``, n a multiple of :data:`ROWS`): the order the solves' sweeps read them in, so a solve moves no factor."""
 
     swapped: jnp.ndarray
     multipliers: jnp.ndarray
     upper: jnp.ndarray
 
+    @property
+    def rows(self) -> int:
+        """The systems' row count, padded to a multiple of :data:`ROWS`: the rows a solve's right-hand side has."""
+        return self.upper.shape[0]
+
+
+def padded(n: int) -> int:
+    """The row count the factors of ``n`` rows keep: ``n`` rounded up to a multiple of :data:`ROWS`."""
+    return -(-n // ROWS) * ROWS
+
+
+def _trips(xs: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, ...]:
+    """Rows-first arrays ``(n, ...)`` as the loops' trips ``(n / ROWS, ROWS, ...)`` (a reshape: no copy)."""
+    return tuple(x.reshape(x.shape[0] // ROWS, ROWS, *x.shape[1:]) for x in xs)
+
+
+def _rows(x: jnp.ndarray) -> jnp.ndarray:
+    """The inverse of :func:`_trips` for one array."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
 
 def factor(bands: jnp.ndarray) -> Factors:
-    """The factorisation of the banded matrices ``bands[..., n, upper + 2]`` (see the module's layout)."""
-    rows = jnp.moveaxis(bands, -2, 0)
+    """The factorisation of the banded matrices ``bands[..., n, upper + 2]`` (see the module's layout), padded to
+    :func:`padded` rows by identity rows."""
+    n, width = bands.shape[-2], bands.shape[-1]
+    identity = jnp.zeros((*bands.shape[:-2], 1, width), bands.dtype).at[..., 1].set(1.0)
+    rows = jnp.moveaxis(jnp.concatenate([bands, *[identity] * (padded(n) - n)], -2), -2, 0)
     zero = jnp.zeros_like(rows[0][..., :1])
     # the first row has no sub-diagonal: its entries from the diagonal on, with room for the pivoting's fill
     first = jnp.concatenate([rows[0][..., 1:], zero], -1)
+    # trip i meets row i + 1, the last an identity row beyond the system, which leaves the last row of U as it is
+    below = jnp.concatenate([rows[1:], jnp.moveaxis(identity, -2, 0)], 0)
 
-    def step(current, below):
-        swap = jnp.abs(below[..., 0]) > jnp.abs(current[..., 0])
-        pivot = jnp.where(swap[..., None], below, current)
-        other = jnp.where(swap[..., None], current, below)
+    def eliminate(current, row):
+        swap = jnp.abs(row[..., 0]) > jnp.abs(current[..., 0])
+        pivot = jnp.where(swap[..., None], row, current)
+        other = jnp.where(swap[..., None], current, row)
         multiplier = other[..., 0] / pivot[..., 0]
         reduced = other - multiplier[..., None] * pivot
         return jnp.concatenate([reduced[..., 1:], zero], -1), (swap, multiplier, pivot)
 
-    last, (swapped, multipliers, pivots) = jax.lax.scan(step, first, rows[1:], unroll=UNROLL)
-    pivots = jnp.concatenate([pivots, last[None]], 0)
-    return Factors(jnp.concatenate([swapped, jnp.zeros_like(swapped[:1])], 0),
-                   jnp.concatenate([multipliers, jnp.zeros_like(multipliers[:1])], 0), pivots)
+    def trip(current, rows):
+        out = []
+        for r in range(ROWS):
+            current, one = eliminate(current, rows[r])
+            out.append(one)
+        return current, tuple(jnp.stack(parts) for parts in zip(*out, strict=True))
+
+    _, factors = jax.lax.scan(trip, first, below.reshape(padded(n) // ROWS, ROWS, *below.shape[1:]))
+    return Factors(*(_rows(f) for f in factors))
 
 
-def solve(factors: Factors, rhs: jnp.ndarray) -> jnp.ndarray:
-    """The solutions x[n, ...] of the factored systems for right-hand sides ``rhs[n, ...]``, rows first as the
-    factors (real or complex; the factors' batch axes broadcast against the right-hand side's)."""
+def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray) -> jnp.ndarray:
+    """The solutions x[n, ...] of the factored systems, rows first as the factors (real or complex; the factors'
+    batch axes broadcast against the right-hand side's), for the right-hand side whose row 0 is ``first`` ``(...)``
+    and whose rows 1, 2, ... are ``later[0], later[1], ...`` (``later`` ``(n, ...)``, its last row zero: the down
+    sweep's trip i pairs row i's interchange with row i + 1)."""
     swapped, multipliers, upper = factors
 
-    def down(current, row):
-        swap, multiplier, below = row
-        pivot = jnp.where(swap, below, current)
-        other = jnp.where(swap, current, below)
-        return other - multiplier * pivot, pivot
+    def down(current, rows):
+        out = []
+        for r in range(ROWS):
+            swap, multiplier, below = (x[r] for x in rows)
+            pivot = jnp.where(swap, below, current)
+            other = jnp.where(swap, current, below)
+            current = other - multiplier * pivot
+            out.append(pivot)
+        return current, jnp.stack(out)
 
-    last, y = jax.lax.scan(down, rhs[0], (swapped[:-1], multipliers[:-1], rhs[1:]), unroll=UNROLL)
-    y = jnp.concatenate([y, last[None]], 0)
+    _, y = jax.lax.scan(down, first, _trips((swapped, multipliers, later)))
     width = upper.shape[-1]
-    after = jnp.zeros((width - 1, *jnp.broadcast_shapes(y.shape[1:], upper.shape[1:-1])), jnp.result_type(y, upper))
+    after = jnp.zeros((width - 1, *jnp.broadcast_shapes(y.shape[2:], upper.shape[1:-1])), jnp.result_type(y, upper))
 
-    def up(later, row):
-        u, value = row  # later: x_{i+1}..x_{i+width-1}
-        x = (value - jnp.einsum("...d,d...->...", u[..., 1:], later)) / u[..., 0]
-        return jnp.concatenate([x[None], later[:-1]], 0), x
+    def up(later, rows):
+        out = [None] * ROWS
+        for r in reversed(range(ROWS)):  # later: x_{i+1}..x_{i+width-1}
+            u, value = rows[0][r], rows[1][r]
+            x = (value - jnp.einsum("...d,d...->...", u[..., 1:], later)) / u[..., 0]
+            later = jnp.concatenate([x[None], later[:-1]], 0)
+            out[r] = x
+        return later, jnp.stack(out)
 
-    return jax.lax.scan(up, after, (upper, y), reverse=True, unroll=UNROLL)[1]
+    return _rows(jax.lax.scan(up, after, (*_trips((upper,)), y), reverse=True)[1])

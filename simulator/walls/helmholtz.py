@@ -19,7 +19,7 @@ per mode and costs one dot product more per solve.
 
 Layout: coefficients ``(..., N + 1)`` on the last axis (:mod:`simulator.walls.chebyshev`), ``alpha`` of the
 leading shape ``(...)``; the factors (:class:`simulator.walls.banded.Factors`, rows first) ``(n_p, ..., 2, 4)`` for
-the two parities of n_p = ceil((N - 1)/2) rows each.
+the two parities of ceil((N - 1)/2) rows each, n_p that count padded to :func:`simulator.walls.banded.padded`.
 """
 
 from __future__ import annotations
@@ -101,11 +101,12 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
     return jnp.stack(parts, -3)
 
 
-def parity_rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
-    """``v[..., m]`` as the banded solves' rows ``(size, ..., 2)``: entry 2 i + p at row i of parity p, the shorter
-    parity padded with a zero."""
-    v = jnp.concatenate([v, jnp.zeros((*v.shape[:-1], 2 * size - v.shape[-1]), v.dtype)], -1)
-    return jnp.moveaxis(v.reshape(*v.shape[:-1], size, 2), -2, 0)
+def parity_rows(v: jnp.ndarray, size: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``v[..., m]`` as the banded solves' right-hand side (:func:`simulator.walls.banded.solve`): its row 0
+    ``(..., 2)`` and its rows 1..size-1 with a zero row after them ``(size, ..., 2)``, entry 2 i + p at row i of
+    parity p, the shorter parity padded with zeros."""
+    later = jnp.concatenate([v[..., 2:], jnp.zeros((*v.shape[:-1], 2 * size - v.shape[-1] + 2), v.dtype)], -1)
+    return v[..., :2], jnp.moveaxis(later.reshape(*v.shape[:-1], size, 2), -2, 0)
 
 
 def from_parity_rows(v: jnp.ndarray, m: int) -> jnp.ndarray:
@@ -199,7 +200,7 @@ class Helmholtz:
                           -alpha[..., 0] * q[3, 0] * lift[..., 1], -alpha[..., 0] * q[4, 0] * lift[..., 2]], -1)
         rhs = apply_quasi_inverse(half**2 * f)
         rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
-        hat = from_parity_rows(banded.solve(self.factors, parity_rows(rhs, self.factors.upper.shape[0])), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, *parity_rows(rhs, self.factors.rows)), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
         u = u.at[..., 2:].add(hat * galerkin_beta(n, condition))
         return u.at[..., :3].add(lift.astype(u.dtype))
