@@ -80,12 +80,15 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
 
     def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
-        directions), one batched inverse transform."""
+        directions), two batched inverse transforms: the CFL number, which a controlled run evaluates with every
+        step, needs the components alone, and XLA drops the derivatives' batch there (3 inverse transforms a box's
+        step, not 12)."""
         hats = self.velocity_hat(state)
         slopes = self._slopes()
         m = len(hats)
-        values = self._inverse(jnp.stack([*hats, *(d(c) for c in hats for d in slopes)]))
-        return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
+        values = self._inverse(jnp.stack(hats))
+        slope = self._inverse(jnp.stack([d(c) for c in hats for d in slopes]))
+        return [values[i] for i in range(m)], [[slope[i * m + j] for j in range(m)] for i in range(m)]
 
     def _advected(self, state: flow.State) -> jax.Array:
         """-(u . grad) u and each passive scalar's -(u . grad) s on the grid, ``(C + S, *grid)``: the advective form,
