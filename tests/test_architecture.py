@@ -250,7 +250,7 @@ ALLOWED_LINES = {
     "simulator.output.checkpoints": 425,  # writing, validating, restoring and listing read one marker and layout
     "simulator.output.hdf5": 512,  # the writer and the readers share one file layout: apart, one could change alone
     "simulator.output.rows": 412,  # one policy for every row file on a restart: continue it, cut it, set it aside
-    "simulator.run.simulation": 440,  # the one class users hold: chunks, programs, rollouts, outputs (run/states.py)
+    "simulator.run.simulation": 445,  # the one class users hold: chunks, programs, rollouts, outputs (run/states.py)
 }
 
 

@@ -315,10 +315,10 @@ def test_the_kept_half_holds_the_kept_columns_of_the_walled_transforms(devices, 
     ("channel_poiseuille", {"grid.shape": [16, 13]})], ids=["plane", "plane-sbdf2", "channel-box", "channel-flux"])
 def test_a_step_on_the_kept_half_is_the_step_on_the_whole_spectrum(devices, config, overrides):
     """On one device a no-slip chunk runs on the kept columns of the half spectrum (the state's gathered at its
-    start, spread at its end: :meth:`NoSlipEquation.stepping`), and so does a single step (the CFL-controlled
-    chunk's; the plane's): three steps of each equal three on the whole spectrum (the solves' own half and kept
-    columns) to float64 round-off, a multistep scheme's history and a fixed flux's drive with them; on a slab of 2
-    the equation steps on its own layout."""
+    start, spread at its end: :meth:`NoSlipEquation.stepping`), and so do the CFL-controlled chunk, its CFL number
+    and a single step (the plane's): three steps of each equal three on the whole spectrum (the solves' own half and
+    kept columns) to float64 round-off, a multistep scheme's history and a fixed flux's drive with them; on a slab of
+    2 the equation steps on its own layout."""
     from pathlib import Path
 
     from simulator.api import load_config
@@ -333,7 +333,7 @@ def test_a_step_on_the_kept_half_is_the_step_on_the_whole_spectrum(devices, conf
     runs = {"whole": jax.jit(lambda s, t: eq.imex_step(s, t, jnp.asarray(dt), params, tableau))}
     if config == "convection_2d_noslip" and tableau is imex.RK222:  # the step alone relays as the chunk does
         runs["single"] = jax.jit(lambda s, t: imex.make_imex(eq, None, tableau)(s, t, jnp.asarray(dt), params))
-    ends = {"chunk": sim.advance(state, 3, dt)}
+    ends = {"chunk": sim.advance(state, 3, dt), "controlled": sim.advance_adaptive(state, 3, cfl=1e6, dt_max=dt).state}
     for name, step in runs.items():
         ends[name] = state
         for i in range(3):
@@ -341,6 +341,9 @@ def test_a_step_on_the_kept_half_is_the_step_on_the_whole_spectrum(devices, conf
     for name in set(ends) - {"whole"}:
         for got, want in zip(jax.tree.leaves(ends[name]), jax.tree.leaves(ends["whole"]), strict=True):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
+    # the controlled chunk's CFL number, from the velocity of the kept half's transforms
+    rate = sim.cfl_rate(eq.stepping(), eq.to_stepping(ends["whole"]), 3 * dt, params)
+    assert abs(rate / sim.cfl_rate(eq, ends["whole"], 3 * dt, params) - 1) < 1e-13 and rate > 0
     if len(devices) >= 2 and config == "channel_retau180":
         two = Simulation(load_config(str(path), {**overrides, "time.cfl": None}), devices[:2])
         assert two.equation.stepping() is two.equation

@@ -164,6 +164,21 @@ class Equation(abc.ABC):
         fields see the time without recompiling."""
         return self
 
+    def stepping(self) -> Equation:
+        """This equation on the layout its steps run on (the schemes' chunks and steps, and a controlled chunk's CFL
+        number, take it): the state's own (the default), or one a step runs faster on (the no-slip family's kept
+        columns on one device, :meth:`simulator.equations.noslip_flow.NoSlipEquation.stepping`). :meth:`to_stepping`
+        and :meth:`from_stepping` move a state between the two."""
+        return self
+
+    def to_stepping(self, state: Any) -> Any:
+        """``state`` on :meth:`stepping`'s layout."""
+        return state
+
+    def from_stepping(self, state: Any) -> Any:
+        """A state on :meth:`stepping`'s layout back on this equation's."""
+        return state
+
     def settle(self, state: Any, t: jax.Array, dt: jax.Array, params: Params) -> Any:
         """``state`` after a whole step from ``t`` to ``t + dt``, as every scheme leaves it
         (:mod:`simulator.time.schemes`: a duty the scheme's registry does, not each step factory): particles kept
@@ -336,21 +351,6 @@ class ImexEquation(Equation):
         :class:`~simulator.time.imex.Tableau` or :class:`~simulator.time.multistep.Multistep`; a pytree; None: none to
         share), built once for a chunk of steps of one dt and handed to each of its :meth:`imex_step`."""
         return None
-
-    def stepping(self) -> ImexEquation:
-        """This equation on the layout its steps run on (the schemes' chunks and steps take it): the state's own
-        (the default), or one a step runs faster on (the no-slip family's kept columns on one device,
-        :meth:`simulator.equations.noslip_flow.NoSlipEquation.stepping`). :meth:`to_stepping` and
-        :meth:`from_stepping` move a state between the two."""
-        return self
-
-    def to_stepping(self, state: Any) -> Any:
-        """``state`` on :meth:`stepping`'s layout."""
-        return state
-
-    def from_stepping(self, state: Any) -> Any:
-        """A state on :meth:`stepping`'s layout back on this equation's."""
-        return state
 
     @abc.abstractmethod
     def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params, tableau: Any,

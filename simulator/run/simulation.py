@@ -181,20 +181,25 @@ class Simulation:
         diagnostic of the state the step starts from, is at most ``cfl``
         (:func:`~simulator.time.integrators.run_controlled_steps`, which says what it returns)."""
         self.traces += 1  # Python runs only while tracing: this counts compilations
-        return run_controlled_steps(self.scheme.load()(eq), lambda s, t: self.cfl_rate(eq, s, t, params), state, t,
-                                    n, dt, span, cfl, params)
+        on = eq.stepping()  # the steps and their CFL numbers on the layout the equation steps on, as in a chunk
+        state, *rest = run_controlled_steps(self.scheme.load()(on), lambda s, t: self.cfl_rate(on, s, t, params),
+                                            eq.to_stepping(state), t, n, dt, span, cfl, params)
+        return (eq.from_stepping(state), *rest)
 
     def cfl_rate(self, eq: Equation, state: Any, t: jax.Array, params: Mapping[str, Any]) -> jax.Array:
         """The CFL number of ``state`` per unit dt (its fastest rate): the ``cfl`` diagnostic, dt times a
-        rate, at dt = 1 (compiled with the step, XLA drops the other diagnostics: for a flow, one more
-        inverse transform of the velocity per step)."""
+        rate, at dt = 1 (compiled with the step, XLA drops the other diagnostics: for a flow, the inverse
+        transforms of the velocity per step)."""
         return eq.at(t).diagnostics(state, jnp.ones((), self.dtype), params)[self.info.cfl]
 
     def step(self, eq: Equation, state: Any, t: jax.Array, dt: jax.Array, params: Mapping[str, Any]) -> Any:
         """One step as a run takes it: the scheme's, and with ``time.cfl`` the CFL rate of the state it
-        reaches, which the controller evaluates every step (what the planner counts per step)."""
-        state = self.scheme.load()(eq)(state, t, dt, params)
-        return state if self.cfg.time.cfl is None else (state, self.cfl_rate(eq, state, t + dt, params))
+        reaches, which the controller evaluates every step (what the planner counts per step), both on the layout
+        the equation steps on, as the chunks take them (the state moved there and back around the step)."""
+        on = eq.stepping()
+        state = self.scheme.load()(on)(eq.to_stepping(state), t, dt, params)
+        rate = None if self.cfg.time.cfl is None else self.cfl_rate(on, state, t + dt, params)
+        return eq.from_stepping(state) if rate is None else (eq.from_stepping(state), rate)
 
     def _chunk_program(self, state: Any, donate: bool, adaptive: bool = False) -> Any:
         """The jitted chunk (``adaptive``: the controlled one), made once per (adaptive, donate) for the
