@@ -87,7 +87,7 @@ def test_the_channels_gpu_plan_is_the_one_its_header_and_the_docs_give():
     if gpu_compiler.plugin() is not None:
         print("JAX's CUDA plug-in is installed: the pages give the figures compiled for a CPU standing in, not its")
         return
-    peak = _figure(r"peak (\d+\.\d+ GiB) = ", out)
+    peak = _figure(r"peak ([\d.]+ [MG]iB) = ", out)
     per_cell = _figure(r" = ([\d.]+ bytes per cell) over all devices", out)
     found = re.search(r"largest grid of this run's aspect .* fits these 1 device\(s\): \[(\d+), (\d+), (\d+)\]", out)
     assert found, out

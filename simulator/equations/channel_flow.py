@@ -78,16 +78,22 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
                                hermitian=self.hermitian, basis=self.basis,
                                kept=self.kept_columns)
 
-    def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
+    def _grid(self, state: flow.State, in_turn: bool = False) -> tuple[list[jax.Array], list[list[jax.Array]]]:
         """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
         directions), two batched inverse transforms: the CFL number, which a controlled run evaluates with every
         step, needs the components alone, and XLA drops the derivatives' batch there (3 inverse transforms a box's
-        step, not 12)."""
+        step, not 12). ``in_turn``: the derivatives one at a time (a loop), whose batch's spectra and work space
+        would otherwise be the largest memory of a program run at output cadence (the diagnostics')."""
         hats = self.velocity_hat(state)
         slopes = self._slopes()
         m = len(hats)
         values = self._inverse(jnp.stack(hats))
-        slope = self._inverse(jnp.stack([d(c) for c in hats for d in slopes]))
+        if in_turn:
+            spectrum, _ = self._spectra(state)
+            slope = jax.lax.map(lambda i: self._inverse(jax.lax.switch(i % m, slopes, spectrum(i // m))),
+                                jnp.arange(m * m))
+        else:
+            slope = self._inverse(jnp.stack([d(c) for c in hats for d in slopes]))
         return [values[i] for i in range(m)], [[slope[i * m + j] for j in range(m)] for i in range(m)]
 
     def _advected(self, state: flow.State) -> jax.Array:
@@ -180,7 +186,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Kinetic energy, bulk velocity, the wall shear stresses, u_tau, Re_tau, divergence, slip, max |u|, CFL,
         and the kinetic-energy budget (:meth:`ChannelOutputs.energy_budget`)."""
-        c, g = self._grid(state)
+        c, g = self._grid(state, in_turn=True)
         tau_bottom, tau_top = self.wall_stresses(state, params)
         u_tau = jnp.sqrt((jnp.abs(tau_bottom) + jnp.abs(tau_top)) / 2)
         speed = self.plate_velocity(params)
