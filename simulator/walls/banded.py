@@ -12,9 +12,9 @@ matrix of the batch at once.
 The sweeps' loops take :data:`ROWS` rows a trip, written out in their bodies, so the factors keep an even row count
 (an odd system gains an identity row, whose unknown is zero): each loop then reads the arrays it is given in place.
 A loop that ``lax.scan`` unrolls itself over a count it does not divide, or one fed slices (rows 1..n-1), copies its
-inputs first, every factor among them, once per solve: a 64^2 no-slip plane's chunk held 310 bytes per cell so,
-252 now. So the down sweep, which pairs row i's interchange with row i + 1's right-hand side, takes the right-hand
-side as its first row and the rows after it (:func:`solve`), as the caller's reordering copy makes them.
+inputs first, every factor among them, once per solve (58 of the 310 bytes a cell a 64^2 no-slip plane's chunk
+held so). So the down sweep, which pairs row i's interchange with row i + 1's right-hand side, takes the
+right-hand side as its first row and the rows after it (:func:`solve`), as the caller's reordering copy makes them.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def factor(bands: jnp.ndarray) -> Factors:
             out.append(one)
         return current, tuple(jnp.stack(parts) for parts in zip(*out, strict=True))
 
-    _, factors = jax.lax.scan(trip, first, below.reshape(padded(n) // ROWS, ROWS, *below.shape[1:]))
+    _, factors = jax.lax.scan(trip, first, *_trips((below,)))
     return Factors(*(_rows(f) for f in factors))
 
 
