@@ -1,7 +1,8 @@
 """The pieces of a no-slip step, timed apart: ``convection2d_noslip`` (configs/convection_2d_noslip.yaml without its
 CFL, float64, one CPU device) at each grid, on the layout its chunk steps on (the kept columns of the half spectrum),
-each piece jitted alone and timed in CPU milliseconds per call (the
-median of --repeats rounds of --calls calls, interleaved): the whole RK222 step with its factorisations given, the
+each piece jitted alone and timed in CPU milliseconds per call (the median of --repeats rounds of --calls calls,
+interleaved): the whole RK222 step with its factorisations given, the CFL-controlled chunk of one step as a run
+with ``time.cfl`` takes it (its CFL number, its factorisations and the move to the kept half and back with it), the
 explicit terms (one stage's), the inverse and forward transforms of one field, a stage's solves, and the
 factorisations (once per dt). Run it pinned to one core, as the figures of docs/explanation/chebyshev.md were:
 
@@ -60,8 +61,12 @@ def main() -> int:
         solve = core.solver(factored)
         rhs = core.mass(state)
         real = eq._inverse(state.w)
+        whole = sim.equation.from_stepping(state)
         pieces = {
             "step": (jax.jit(lambda s: eq.imex_step(s, dt, dt, params, imex.RK222, factored)), state),
+            # the run's CFL-controlled chunk of one step (CFL 0.5, dt at most DT): its CFL number and its solves'
+            # factorisations with it, on the kept half, the state moved there and back around it
+            "controlled step": (lambda s: sim.advance_adaptive(s, 1, cfl=0.5, dt_max=DT).state, whole),
             "explicit terms": (jax.jit(lambda s: eq.explicit(s, dt)), state),
             "inverse transform": (jax.jit(eq._inverse), state.w),
             "forward transform": (jax.jit(eq._forward), real),
