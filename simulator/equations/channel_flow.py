@@ -89,9 +89,7 @@ class ChannelFlow(ChannelOutputs, NoSlipEquation):
         m = len(hats)
         values = self._inverse(jnp.stack(hats))
         if in_turn:
-            spectrum, _ = self._spectra(state)
-            slope = jax.lax.map(lambda i: self._inverse(jax.lax.switch(i % m, slopes, spectrum(i // m))),
-                                jnp.arange(m * m))
+            slope = self._in_turn(state, slopes, range(m * m))
         else:
             slope = self._inverse(jnp.stack([d(c) for c in hats for d in slopes]))
         return [values[i] for i in range(m)], [[slope[i * m + j] for j in range(m)] for i in range(m)]

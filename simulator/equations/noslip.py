@@ -67,20 +67,15 @@ class NoSlipConvection(NoSlipEquation):
         own: the CFL number, which a controlled run evaluates with every step, needs them alone, and XLA drops the
         other loop there (2 inverse transforms a plane's step, not 9; 3 a box's, not 16)."""
         names = self._components()
-        spectrum, _ = self._spectra(state)
         slopes = {"": lambda k: k} | {f"_{d}": slope for d, slope in zip(self._directions(), self._slopes(),
                                                                           strict=True)}
-        count = len(slopes)
-
-        def one(i: jax.Array) -> jax.Array:
-            return self._inverse(jax.lax.switch(i % count, tuple(slopes.values()), spectrum(i // count)))
-
         keys = [f + d for f in (*names, "theta") for d in slopes]
-        velocity = [i * count for i in range(len(names))]
+        velocity = [i * len(slopes) for i in range(len(names))]
         rest = [i for i in range(len(keys)) if i not in velocity]
         grids = {}
         for picked in (velocity, rest):
-            grids.update(zip([keys[i] for i in picked], jax.lax.map(one, jnp.asarray(picked)), strict=True))
+            grids.update(zip([keys[i] for i in picked], self._in_turn(state, list(slopes.values()), picked),
+                             strict=True))
         return grids
 
     def _sources(self, hat: jax.Array, state: flow.State) -> jax.Array:

@@ -254,6 +254,17 @@ class NoSlipEquation(ImexEquation):
         bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), *scalars))
         return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
 
+    def _in_turn(self, state: flow.State, slopes: Sequence[Callable[[jax.Array], jax.Array]],
+                 picked: Sequence[int]) -> jax.Array:
+        """The grid fields ``slopes[i % len(slopes)]`` of spectrum ``i // len(slopes)`` (:meth:`_spectra`: the
+        velocity's, then the scalars'), for each ``i`` of ``picked``, ``(len(picked), *grid)``: one formed and
+        transformed at a time (a loop, not one batch, whose spectra and work space would be its program's largest
+        memory)."""
+        spectrum, _ = self._spectra(state)
+        count = len(slopes)
+        return jax.lax.map(lambda i: self._inverse(jax.lax.switch(i % count, tuple(slopes), spectrum(i // count))),
+                           jnp.asarray(picked))
+
     def _vorticity_hat(self, state: flow.State) -> list[jax.Array]:
         """The vorticity's spectra: omega_y = du/dz - dw/dx in a plane; (omega_x, omega_y, omega_z) in a box."""
         if self.plane:

@@ -64,12 +64,12 @@ def factor(bands: jnp.ndarray) -> Factors:
     :func:`padded` rows by identity rows."""
     n, width = bands.shape[-2], bands.shape[-1]
     identity = jnp.zeros((*bands.shape[:-2], 1, width), bands.dtype).at[..., 1].set(1.0)
-    rows = jnp.moveaxis(jnp.concatenate([bands, *[identity] * (padded(n) - n)], -2), -2, 0)
-    zero = jnp.zeros_like(rows[0][..., :1])
+    zero = jnp.zeros_like(bands[..., 0, :1])
     # the first row has no sub-diagonal: its entries from the diagonal on, with room for the pivoting's fill
-    first = jnp.concatenate([rows[0][..., 1:], zero], -1)
-    # trip i meets row i + 1, the last an identity row beyond the system, which leaves the last row of U as it is
-    below = jnp.concatenate([rows[1:], jnp.moveaxis(identity, -2, 0)], 0)
+    first = jnp.concatenate([bands[..., 0, 1:], zero], -1)
+    # trip i meets row i + 1: the rows after the first, then identity rows to the padded count and one beyond the
+    # system's last, which leaves the last row of U as it is
+    below = jnp.moveaxis(jnp.concatenate([bands[..., 1:, :], *[identity] * (padded(n) - n + 1)], -2), -2, 0)
 
     def eliminate(current, row):
         swap = jnp.abs(row[..., 0]) > jnp.abs(current[..., 0])
