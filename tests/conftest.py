@@ -147,21 +147,27 @@ def local_fft(request):
 
 
 #: the test files by their summed test time, longest first (measured: a full run's durations on 2 cores,
-#: 2026-11-29; files under 15 s left out), handed out in this order: with
-#: one file per worker (pytest-xdist's loadfile, with ``--no-loadscope-reorder`` in pyproject.toml: its default
-#: reorder by the count of tests put test_windows.py and the tutorials, few tests of minutes, last) and each
-#: worker taking the next file when it is free, longest-first keeps the two workers' last files ending together;
-#: files not listed follow, alphabetically
-LONG_FIRST = ("test_fdm_cdm.py", "test_plan.py", "test_ensemble.py", "test_tutorials.py", "test_gradients.py",
-              "test_restart.py", "test_slurm.py", "test_docs.py", "test_particles_owned.py", "test_particles.py",
-              "test_windows.py", "test_export.py", "test_gpu_campaign.py", "test_boussinesq.py", "test_fft.py",
-              "test_compact.py", "test_cache.py", "test_statistics.py", "test_plots.py", "test_run.py", "test_plane.py",
-              "test_notebooks.py", "test_navier_stokes.py", "test_commands.py", "test_schrodinger_poisson.py",
-              "test_faults.py", "test_multiprocess.py", "test_fft_native.py", "test_particles_io.py",
-              "test_fft_grad.py", "test_mhd.py", "test_remap.py", "test_restart_tools.py", "test_paraview.py",
-              "test_signals.py", "test_bad_input.py", "test_plane_particles.py", "test_sweep.py", "test_fdm_cosmo.py",
-              "test_sp_cdm.py", "test_phase_shift.py", "test_scalars.py", "test_wave_resolution.py", "test_assembly.py",
-              "test_time_schemes.py", "test_io.py", "test_resolution.py")
+#: 2026-12-01, the tutorials' estimated from that day's slowest-tests list; files under 15 s left out), handed out
+#: in this order: with one file per worker (pytest-xdist's loadfile, with ``--no-loadscope-reorder`` in
+#: pyproject.toml: its default reorder by the count of tests put test_windows.py and the tutorials, few tests of
+#: minutes, last) and each worker taking the next file when it is free, longest-first keeps the two workers' last
+#: files ending together; files not listed follow, alphabetically
+LONG_FIRST = ("test_gradients.py", "test_plan.py", "test_fdm_cdm.py", "test_ensemble.py", "test_tutorials.py",
+              "test_noslip.py", "test_restart.py", "test_channel2d.py", "test_docs.py", "test_slurm.py",
+              "test_convection_noslip.py", "test_cache.py", "test_export.py", "test_particles.py", "test_plots.py",
+              "test_particles_owned.py", "test_study_figures.py", "test_gpu_campaign.py", "test_windows.py",
+              "test_walls.py", "test_convection_noslip_box.py", "test_legendre.py", "test_statistics.py",
+              "test_compact.py", "test_run.py", "test_wall_scalars.py", "test_boussinesq.py", "test_faults.py",
+              "test_fft.py", "test_notebooks.py", "test_walls_plan.py", "test_resolution.py", "test_mixed_plates.py",
+              "test_mhd.py", "test_plane.py", "test_channel_box.py", "test_navier_stokes.py", "test_signals.py",
+              "test_paraview.py", "test_convection.py", "test_commands.py", "test_multiprocess.py",
+              "test_chunk_wall.py", "test_particles_io.py", "test_pencil_walls.py", "test_restart_tools.py",
+              "test_walls_odd.py", "test_fft_native.py", "test_bad_input.py", "test_fdm_cosmo.py", "test_sweep.py",
+              "test_runtime.py", "test_schrodinger_poisson.py", "test_wave_resolution.py", "test_scalars.py",
+              "test_fft_grad.py", "test_sw1l.py", "test_plane_particles.py", "test_time_schemes.py",
+              "test_sp_cdm.py", "test_remap.py", "test_statistics_plane.py", "test_cli_habits.py",
+              "test_assembly.py", "test_phase_shift.py", "test_output_plugins.py", "test_planar_base.py",
+              "test_lagrangian.py", "test_start_up_kills.py")
 
 
 def pytest_collection_modifyitems(config, items):
