@@ -54,6 +54,14 @@ def pytest_configure(config):
     # exactly as the runtime does for a run (simulator.runtime.configure_devices).
     from simulator.runtime import configure_devices
 
+    # Tracing and lowering make and drop millions of small objects, and at Python's default thresholds the cyclic
+    # collector runs thousands of times a test file, its full collections over every program and simulation the
+    # worker holds: on one worker, tests/test_channel2d.py spent 5.6 of its 97 CPU seconds collecting (2792 runs)
+    # and tests/test_noslip.py 4.0 of 99.5 (2464). At (50000, 20, 20) they collect 27 and 20 times, for 1.3 and
+    # 0.7 s, and peak 250 and 134 MiB higher (1.2 and 2.6 GiB). A worker's own setting: the processes the tests
+    # start keep Python's defaults, as a user's run does.
+    gc.set_threshold(50_000, 20, 20)
+
     # The suite's programs are small and run for milliseconds, but each takes a second or more to compile, and
     # most of that is LLVM optimising machine code: at LLVM's level 0 (XLA's HLO passes, fusion and buffer
     # assignment unchanged) the suite's CPU time falls by about a third. What the tests check is the program
@@ -69,13 +77,6 @@ def pytest_configure(config):
     # time of tests/test_mhd.py falls from 35 s to 28 (five runs of each, alternated).
     # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
     # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.
-    # Tracing and lowering make and drop millions of small objects, and at Python's default thresholds the cyclic
-    # collector runs thousands of times a test file, its full collections over every program and simulation the
-    # worker holds: on one worker, tests/test_channel2d.py spent 5.6 of its 97 CPU seconds collecting (2792 runs)
-    # and tests/test_noslip.py 4.0 of 99.5 (2464). At (50000, 20, 20) they collect 27 and 20 times, for 1.3 and
-    # 0.7 s, and peak 250 and 134 MiB higher (1.2 and 2.6 GiB). A worker's own setting: the processes the tests
-    # start keep Python's defaults, as a user's run does.
-    gc.set_threshold(50_000, 20, 20)
     flags = os.environ.get("XLA_FLAGS", "").split()
     if os.environ.get(OPTIMIZE) != "1":
         os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in FAST_CODEGEN if f not in flags)])
