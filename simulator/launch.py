@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -62,6 +62,21 @@ def quiet(line: str) -> str | None:
         return line
     rest = NOISE.sub("", line).strip()
     return rest + "\n" if rest else None
+
+
+def quiet_lines(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` of one pipe through :func:`quiet`. A blank line right after one that held a report is dropped
+    too: it is that report's own newline when another thread's report was written between its text and its
+    newline ("...: 3[Gloo] Rank 3 ...: 3", then an empty line); any other blank line is kept."""
+    after_report = False
+    for line in lines:
+        if after_report and not line.strip():
+            after_report = False
+            continue
+        kept = quiet(line)
+        after_report = kept != line
+        if kept is not None:
+            yield kept
 
 
 def free_port() -> int:
@@ -103,12 +118,8 @@ class _Forwarder:
 
     def _copy(self, pipe: IO[bytes], target: IO[str], errors_of: int | None) -> None:
         with pipe:
-            for raw in iter(pipe.readline, b""):
-                line = raw.decode("utf-8", "replace")
-                if not self.verbose:
-                    line = quiet(line)
-                    if line is None:
-                        continue
+            lines = (raw.decode("utf-8", "replace") for raw in iter(pipe.readline, b""))
+            for line in lines if self.verbose else quiet_lines(lines):
                 if errors_of is not None and line.startswith(ERROR_PREFIX):
                     with self.lock:
                         self.errors.setdefault(line.rstrip("\n"), set()).add(errors_of)

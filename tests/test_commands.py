@@ -195,6 +195,15 @@ def test_gloo_reports_printed_into_each_other_by_two_threads_are_dropped_too():
     assert quiet("01:11:17 [rank 0] INFO step 5\n") == "01:11:17 [rank 0] INFO step 5\n"
 
 
+def test_the_newline_of_a_gloo_report_that_another_was_written_into_is_dropped_and_other_blank_lines_kept():
+    """As CI saw once: one thread's report between another's text and its newline left a blank line on stdout."""
+    from simulator.launch import quiet_lines
+
+    report = "[Gloo] Rank {} is connected to 3 peer ranks. Expected number of connected peer ranks is : 3"
+    pipe = [report.format(2) + report.format(3) + "\n", "\n", "table\n", "\n", "end\n", report.format(1) + "\n"]
+    assert list(quiet_lines(pipe)) == ["table\n", "\n", "end\n"]
+
+
 def test_launch_prints_an_error_of_every_process_once_and_one_process_s_with_its_number(tmp_path, capfd):
     """A bad config key fails both processes alike: one line, as one process prints it (it was printed
     twice). An error that one process alone prints is still shown, naming it."""
