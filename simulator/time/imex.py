@@ -89,36 +89,46 @@ def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, 
     solves batched inside ``solve``). ``mass(X)`` is M X, ``explicit(X, t)`` is F(X, t), and ``solve(R)`` solves
     (M - gamma dt L) X = R with the boundary conditions, built for this ``dt`` and the tableau's ``gamma``.
 
-    Each stage's contributions to the later stages' right-hand sides are summed as soon as they are formed, so
-    that no F_j or dt L X_j is held past the stage that made it: s partial sums at most."""
+    The stages are one loop over the tableau's rows (``lax.fori_loop``), not s copies of the explicit terms and
+    the solves: a step's program is the size of one stage's whatever the scheme. Each stage's contributions to
+    the later stages' right-hand sides are summed as soon as they are formed, so that no F_j or dt L X_j is held
+    past the stage that made it: the loop carries the s partial sums stacked ``(s, ...)`` on each leaf. A zero
+    entry of the tableau adds its term times 0, which leaves the sum as it was."""
     import jax
-
-    def combine(*terms: tuple[Any, Any]) -> Any:
-        return jax.tree.map(lambda *xs: sum(c * x for (c, _), x in zip(terms, xs, strict=True)), *(x for _, x in terms))
+    import jax.numpy as jnp
+    import numpy as np
 
     s, gamma = tableau.stages, tableau.gamma
+    # a_E[k, i]: F_i's weight in stage k + 1; a_I[k, i] / gamma: that of M X_(i+1) - R_(i+1) (later stages only)
+    a_e, a_i = np.zeros((s, s)), np.zeros((s, s))
+    for k in range(s):
+        a_e[k, :k + 1] = tableau.explicit[k]
+        a_i[k, :k] = np.asarray(tableau.implicit[k], float) / gamma
+    needs_mass = tuple(bool(a_i[:, i].any()) for i in range(s))
 
     def advance(state: Any, t: Any) -> Any:
         base = mass(state)
-        pending: list[Any] = [base] * s  # stage i's right-hand side so far (index i - 1)
-        x = state
-        for i in range(1, s + 1):
-            node = tableau.nodes[i - 1]
-            f = explicit(x, t if node == 0.0 else t + node * dt)
-            # F_(i-1) into every later stage's right-hand side, this stage's included
-            for k in range(i, s + 1):
-                a = tableau.explicit[k - 1][i - 1]
-                if a != 0.0:
-                    pending[k - 1] = combine((1.0, pending[k - 1]), (dt * a, f))
-            rhs = pending[i - 1]
+        weights_e = dt * jnp.asarray(a_e, jnp.result_type(dt, float))
+        nodes = jnp.asarray(tableau.nodes, weights_e.dtype)
+
+        def weighted(weights: jax.Array, x: jax.Array) -> jax.Array:
+            return weights.reshape(-1, *[1] * x.ndim).astype(jnp.result_type(weights, x)) * x[None]
+
+        def stage(i: jax.Array, carry: tuple[Any, Any]) -> tuple[Any, Any]:
+            x, pending = carry
+            f = explicit(x, t + nodes[i] * dt)
+            pending = jax.tree.map(lambda p, f: p + weighted(weights_e[:, i], f), pending, f)
+            rhs = jax.tree.map(lambda p: p[i], pending)
             x = solve(rhs)
-            later = [k for k in range(i + 1, s + 1) if tableau.implicit[k - 1][i - 1] != 0.0]
-            if later:
-                m = mass(x)
-                for k in later:
-                    a = tableau.implicit[k - 1][i - 1] / gamma  # a^I_ki dt L X_i = a^I_ki (M X_i - R_i) / gamma
-                    pending[k - 1] = combine((1.0, pending[k - 1]), (a, m), (-a, rhs))
-        return x
+            if any(needs_mass):  # a^I_ki dt L X_i = a^I_ki (M X_i - R_i) / gamma, for the later stages k
+                m = jax.lax.cond(jnp.asarray(needs_mass)[i], mass, lambda x: jax.tree.map(jnp.zeros_like, base), x)
+                weights_i = jnp.asarray(a_i)[:, i]
+                pending = jax.tree.map(lambda p, m, r: p + weighted(weights_i, m) + weighted(-weights_i, r),
+                                       pending, m, rhs)
+            return x, pending
+
+        stacked = jax.tree.map(lambda b: jnp.broadcast_to(b, (s, *b.shape)), base)
+        return jax.lax.fori_loop(0, s, stage, (state, stacked))[0]
 
     return advance
 
