@@ -122,7 +122,7 @@ def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, 
             x = solve(rhs)
             if any(needs_mass):  # a^I_ki dt L X_i = a^I_ki (M X_i - R_i) / gamma, for the later stages k
                 m = jax.lax.cond(jnp.asarray(needs_mass)[i], mass, lambda x: jax.tree.map(jnp.zeros_like, base), x)
-                weights_i = jnp.asarray(a_i)[:, i]
+                weights_i = jnp.asarray(a_i, weights_e.dtype)[:, i]
                 pending = jax.tree.map(lambda p, m, r: p + weighted(weights_i, m) + weighted(-weights_i, r),
                                        pending, m, rhs)
             return x, pending
