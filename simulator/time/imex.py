@@ -114,17 +114,23 @@ def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, 
         def weighted(weights: jax.Array, x: jax.Array) -> jax.Array:
             return weights.reshape(-1, *[1] * x.ndim).astype(jnp.result_type(weights, x)) * x[None]
 
+        def like(tree: Any, ref: Any) -> Any:
+            # the loop's carry keeps the state's dtypes where a term promotes (a float32 state against float64
+            # factors or parameters), as the step's result always did
+            return jax.tree.map(lambda a, r: a.astype(r.dtype), tree, ref)
+
         def stage(i: jax.Array, carry: tuple[Any, Any]) -> tuple[Any, Any]:
             x, pending = carry
             f = explicit(x, t + nodes[i] * dt)
-            pending = jax.tree.map(lambda p, f: p + weighted(weights_e[:, i], f), pending, f)
+            pending = like(jax.tree.map(lambda p, f: p + weighted(weights_e[:, i], f), pending, f), pending)
             rhs = jax.tree.map(lambda p: p[i], pending)
-            x = solve(rhs)
+            x = like(solve(rhs), state)
             if any(needs_mass):  # a^I_ki dt L X_i = a^I_ki (M X_i - R_i) / gamma, for the later stages k
-                m = jax.lax.cond(jnp.asarray(needs_mass)[i], mass, lambda x: jax.tree.map(jnp.zeros_like, base), x)
+                m = jax.lax.cond(jnp.asarray(needs_mass)[i], lambda x: like(mass(x), base),
+                                 lambda x: jax.tree.map(jnp.zeros_like, base), x)
                 weights_i = jnp.asarray(a_i, weights_e.dtype)[:, i]
-                pending = jax.tree.map(lambda p, m, r: p + weighted(weights_i, m) + weighted(-weights_i, r),
-                                       pending, m, rhs)
+                pending = like(jax.tree.map(lambda p, m, r: p + weighted(weights_i, m) + weighted(-weights_i, r),
+                                            pending, m, rhs), pending)
             return x, pending
 
         stacked = jax.tree.map(lambda b: jnp.broadcast_to(b, (s, *b.shape)), base)
