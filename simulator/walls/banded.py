@@ -6,8 +6,9 @@ sub-diagonal): ``bands[..., i, d]`` is the entry of row i at column i - 1 + d, d
 sub-diagonal, d = 1 the diagonal; row 0's sub-diagonal entry is ignored); the factors hold, per row, the row
 interchange (whether row i + 1 was taken as the pivot), the multiplier and the row of U, whose pivoting fills one
 more super-diagonal, rows first: ``(n, ...)``, ``(n, ...)`` and ``(n, ..., upper + 2)``, the last row's interchange
-and multiplier none. Nothing of size n^2 is formed. The elimination runs down the rows with ``lax.scan``, every
-matrix of the batch at once.
+and multiplier none. Nothing of size n^2 is formed. The elimination and a solve's down sweep run down the rows with
+``lax.scan``, every matrix of the batch at once; a solve's up sweep runs back up them in a loop that writes each
+unknown over the row it was found from.
 
 The sweeps' loops take :data:`ROWS` rows a trip, written out in their bodies, so the factors keep an even row count
 (an odd system gains an identity row, whose unknown is zero): each loop then reads the arrays it is given in place.
@@ -94,7 +95,12 @@ def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray) -> jnp.ndarr
     """The solutions x[n, ...] of the factored systems, rows first as the factors (real or complex; the factors'
     batch axes broadcast against the right-hand side's), for the right-hand side whose row 0 is ``first`` ``(...)``
     and whose rows 1, 2, ... are ``later[0], later[1], ...`` (``later`` ``(n, ...)``, its last row zero: the down
-    sweep's trip i pairs row i's interchange with row i + 1)."""
+    sweep's trip i pairs row i's interchange with row i + 1).
+
+    The up sweep writes each x_i over the row of L^-1 b it reads (a loop over the trips that carries the down
+    sweep's result and updates it in place, not a scan that stacks a third array): a solve holds two right-hand
+    sides' size beside its input. The down sweep cannot so write over ``later``: its carry reads the rows the
+    write replaces, and XLA then copies the whole array twice a trip to keep the write from overtaking it."""
     swapped, multipliers, upper = factors
 
     def down(current, rows):
@@ -108,16 +114,22 @@ def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray) -> jnp.ndarr
         return current, jnp.stack(out)
 
     _, y = jax.lax.scan(down, first, _trips((swapped, multipliers, later)))
-    width = upper.shape[-1]
-    after = jnp.zeros((width - 1, *jnp.broadcast_shapes(y.shape[2:], upper.shape[1:-1])), jnp.result_type(y, upper))
+    y = _rows(y)
+    trips, width = upper.shape[0] // ROWS, upper.shape[-1]
+    shape = jnp.broadcast_shapes(y.shape[1:], upper.shape[1:-1])
+    dtype = jnp.result_type(y, upper)
 
-    def up(later, rows):
+    def up(j: jax.Array, carry: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        later, y = carry  # later: x_{i+1}..x_{i+width-1}
+        start = (trips - 1 - j) * ROWS
+        u = jax.lax.dynamic_slice_in_dim(upper, start, ROWS, 0)
+        values = jax.lax.dynamic_slice_in_dim(y, start, ROWS, 0)
         out = [None] * ROWS
-        for r in reversed(range(ROWS)):  # later: x_{i+1}..x_{i+width-1}
-            u, value = rows[0][r], rows[1][r]
-            x = (value - jnp.einsum("...d,d...->...", u[..., 1:], later)) / u[..., 0]
+        for r in reversed(range(ROWS)):
+            x = (values[r] - jnp.einsum("...d,d...->...", u[r][..., 1:], later)) / u[r][..., 0]
             later = jnp.concatenate([x[None], later[:-1]], 0)
             out[r] = x
-        return later, jnp.stack(out)
+        return later, jax.lax.dynamic_update_slice_in_dim(y, jnp.stack(out), start, 0)
 
-    return _rows(jax.lax.scan(up, after, (*_trips((upper,)), y), reverse=True)[1])
+    after = jnp.zeros((width - 1, *shape), dtype)
+    return jax.lax.fori_loop(0, trips, up, (after, jnp.broadcast_to(y.astype(dtype), (y.shape[0], *shape))))[1]
