@@ -26,16 +26,21 @@ import jax.numpy as jnp
 from jax import lax
 
 
-def _join(first: jax.Array, second: jax.Array, axis: int, size: int) -> jax.Array:
-    """``first`` then ``second`` along ``axis`` in an axis of ``size`` entries (zeros between them), as two
-    pads and a sum: XLA fuses it into one elementwise kernel, and it is no concatenate (a complex
-    concatenate past 2^30 elements is what :mod:`simulator.equations.assembly` keeps out of GPU programs)."""
-    zero = jnp.zeros((), first.dtype)
-    lead = [(0, 0, 0)] * first.ndim
-    lead[axis] = (0, size - first.shape[axis], 0)
-    tail = [(0, 0, 0)] * second.ndim
-    tail[axis] = (size - second.shape[axis], 0, 0)
-    return lax.pad(first, zero, lead) + lax.pad(second, zero, tail)
+def join(pieces: Sequence[tuple[jax.Array, int]], axis: int, size: int) -> jax.Array:
+    """An axis of ``size`` entries along ``axis`` holding each ``(piece, start)`` of ``pieces`` from ``start`` on,
+    zeros elsewhere (the pieces do not overlap), as a pad per piece and their sum: XLA fuses it into one
+    elementwise kernel, and it is no concatenate (a complex concatenate past 2^30 elements is what
+    :mod:`simulator.equations.assembly` keeps out of GPU programs; a concatenate of slices compiles to a larger
+    kernel than the pads' sum)."""
+    axis %= pieces[0][0].ndim
+    zero = jnp.zeros((), pieces[0][0].dtype)
+    out = None
+    for piece, start in pieces:
+        widths = [(0, 0, 0)] * piece.ndim
+        widths[axis] = (start, size - start - piece.shape[axis], 0)
+        placed = lax.pad(piece, zero, widths)
+        out = placed if out is None else out + placed
+    return out
 
 
 def truncate(x: jax.Array, axis: int, size: int, half: bool = False) -> jax.Array:
@@ -48,7 +53,7 @@ def truncate(x: jax.Array, axis: int, size: int, half: bool = False) -> jax.Arra
     first = lax.slice_in_dim(x, 0, pos, axis=axis)
     if not neg:
         return first
-    return _join(first, lax.slice_in_dim(x, n - neg, n, axis=axis), axis, size)
+    return join(((first, 0), (lax.slice_in_dim(x, n - neg, n, axis=axis), pos)), axis, size)
 
 
 def pad(k: jax.Array, axis: int, n: int, half: bool = False) -> jax.Array:
@@ -59,11 +64,10 @@ def pad(k: jax.Array, axis: int, n: int, half: bool = False) -> jax.Array:
     if size == n:
         return k
     if half:
-        widths = [(0, 0, 0)] * k.ndim
-        widths[axis] = (0, n - size, 0)
-        return lax.pad(k, jnp.zeros((), k.dtype), widths)
+        return join(((k, 0),), axis, n)
     pos = (size + 1) // 2
-    return _join(lax.slice_in_dim(k, 0, pos, axis=axis), lax.slice_in_dim(k, pos, size, axis=axis), axis, n)
+    return join(((lax.slice_in_dim(k, 0, pos, axis=axis), 0), (lax.slice_in_dim(k, pos, size, axis=axis),
+                                                                n - size + pos)), axis, n)
 
 
 def _blocks(size: int, n: int) -> list[tuple[int, int, int]]:

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft import bases
+from simulator.fft import bases, compact
 from simulator.fft.bases import CHEBYSHEV, LEGENDRE, SERIES, fft_friendly
 from simulator.fft.local import LocalFFT
 
@@ -190,7 +190,7 @@ def hermitian_full(half: jax.Array, ny: int) -> jax.Array:
     + 1, ...)`` (axes -3 and -2; an rfft's along y): the entries of negative k_y are the conjugates of those at
     -(k_x, k_y)."""
     mirrored = jnp.roll(jnp.flip(half, -3), 1, -3)  # entry m at -m (mod Nx) along x
-    return jnp.concatenate([half, jnp.conj(mirrored[..., (ny - 1) // 2:0:-1, :])], -2)
+    return compact.join(((half, 0), (jnp.conj(mirrored[..., (ny - 1) // 2:0:-1, :]), half.shape[-2])), -2, ny)
 
 
 def forward(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
@@ -218,19 +218,20 @@ def kept_runs(n: int) -> tuple[tuple[int, int], ...]:
 
 def gather_runs(x: jax.Array, runs: tuple[tuple[int, int], ...], axis: int) -> jax.Array:
     """The entries of ``runs`` (``[start, stop)`` each) of ``x`` along ``axis``, one after the other."""
-    return jnp.concatenate([jax.lax.slice_in_dim(x, a, b, axis=axis) for a, b in runs], axis)
+    pieces, taken = [], 0
+    for a, b in runs:
+        pieces.append((jax.lax.slice_in_dim(x, a, b, axis=axis), taken))
+        taken += b - a
+    return compact.join(pieces, axis, taken)
 
 
 def spread_runs(part: jax.Array, runs: tuple[tuple[int, int], ...], n: int, axis: int) -> jax.Array:
     """Inverse of :func:`gather_runs`: ``part`` placed back at ``runs`` among zeros, ``n`` entries along ``axis``."""
-    axis %= part.ndim
-    pieces, taken, end = [], 0, 0
-    for a, b in (*runs, (n, n)):
-        if a > end:
-            pieces.append(jnp.zeros((*part.shape[:axis], a - end, *part.shape[axis + 1:]), part.dtype))
-        pieces.append(jax.lax.slice_in_dim(part, taken, taken + b - a, axis=axis))
-        taken, end = taken + b - a, b
-    return jnp.concatenate(pieces, axis)
+    pieces, taken = [], 0
+    for a, b in runs:
+        pieces.append((jax.lax.slice_in_dim(part, taken, taken + b - a, axis=axis), a))
+        taken += b - a
+    return compact.join(pieces, axis, n)
 
 
 def _of_complex(transform: Callable[[jax.Array], jax.Array], part: jax.Array) -> jax.Array:
