@@ -123,3 +123,34 @@ def test_a_plan_far_past_a_device_is_planned_from_a_coarser_grid_in_bounded_memo
     value, unit = _figure(r"peak ([\d.]+ [KMGTPE]iB) = ", out).split()
     peak = float(value) * 2 ** (10 * ("KMGTPE".index(unit[0]) + 1))
     assert 100 < per_cell < 5000 and abs(peak / (per_cell * 65536 * 65537) - 1) < 0.01, out  # the grid's, scaled
+
+
+def test_a_walled_chunk_on_cpus_compiles_with_xlas_older_emitters_and_is_planned_as_it_runs():
+    """The chunk of a run between no-slip plates on CPUs takes XLA's older CPU fusion emitters (quicker to compile
+    and to step there: simulator.time.integrators.FUSION_EMITTERS), a free-slip or periodic run's XLA's own; the
+    planner's footprint compile keeps the chunk's choice, where the suite's XLA_FLAGS choose the older emitters for
+    every program and the planner puts XLA's own back for the others, so that the planned chunk holds the bytes the
+    run's compiled chunk holds (at 64 x 65 they differ by 4%: the check can fail)."""
+    import jax
+
+    from simulator.planning.plan import compiled_programs, footprint_options, program_bytes
+    from simulator.run.simulation import Simulation
+    from simulator.run.states import abstract_state
+    from simulator.time.integrators import FUSION_EMITTERS
+
+    one = jax.devices("cpu")[:1]
+    walled = Simulation.from_config(CONFIGS / "convection_2d_noslip.yaml", ["grid.shape=[64, 65]"], devices=one)
+    assert walled.chunk_options[FUSION_EMITTERS] is False
+    for config in ("convection_2d", "double_shear_layer"):
+        other = Simulation.from_config(CONFIGS / f"{config}.yaml", ["grid.shape=[64, 64]"], devices=one)
+        assert FUSION_EMITTERS not in other.chunk_options, config
+    assert footprint_options(walled.chunk_options)[FUSION_EMITTERS] is False
+    assert footprint_options().get(FUSION_EMITTERS, True) is True
+    state = abstract_state(walled)
+    planned = program_bytes(compiled_programs(walled, state, ["chunk"])["chunk"])
+    scalar = jax.ShapeDtypeStruct((), walled.dtype, sharding=walled.scalar_sharding)
+    lowered = walled.lower("chunk", state, scalar, scalar)
+    ran = program_bytes(lowered.compile())
+    others = program_bytes(lowered.compile({FUSION_EMITTERS: True}))
+    assert planned == ran, (planned, ran)
+    print(f"the no-slip plane's chunk at 64 x 65: {ran} bytes, with XLA's own emitters {others}")

@@ -112,7 +112,8 @@ def ensemble_bytes(sim: Any, members: int, adaptive: bool) -> dict[str, int]:
                       else program.lower(sim.equation, states, params, vector, vector))
                for name, program in programs.items()}
     gpu = next(iter(sim.fft.mesh.devices.flat)).platform == "gpu"
-    return {name: program_bytes(low.compile(footprint_options()), gpu) for name, low in lowered.items()}
+    return {name: program_bytes(low.compile(footprint_options(sim.chunk_options if name == "chunk" else None)), gpu)
+            for name, low in lowered.items()}
 
 
 def check_ensemble(cfgs: Sequence[Config]) -> None:

@@ -22,7 +22,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
 from simulator.run.programs import run_programs
 from simulator.run.states import abstract_state
+from simulator.time.integrators import FUSION_EMITTERS
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
@@ -66,33 +67,36 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
             lowered.update(sim.equation.initial_lowered(sim.cfg.initial, sim.params))
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
+    # each program with its footprint options, the chunk's and the step's keeping the emitters the run's chunk takes
+    with_options = {name: (low, footprint_options(sim.chunk_options if name in ("chunk", "step") else {}))
+                    for name, low in lowered.items()}
     if gpu is None:
-        def compile_one(low: Any) -> Any:
-            return low.compile(footprint_options())
+        def compile_one(lowered_options: tuple[Any, dict[str, Any]]) -> Any:
+            return lowered_options[0].compile(lowered_options[1])
     else:
         from simulator.planning import gpu_compiler
 
-        def compile_one(low: Any) -> Any:
-            return gpu_compiler.compile_lowered(low, gpu, footprint_options())
+        def compile_one(lowered_options: tuple[Any, dict[str, Any]]) -> Any:
+            return gpu_compiler.compile_lowered(lowered_options[0], gpu, lowered_options[1])
     from simulator.run.programs import compile_all
 
-    return compile_all(lowered, compile_one)
+    return compile_all(with_options, compile_one)
 
 
-#: the XLA flag that selects the CPU fusion emitters (see :func:`footprint_options`)
-FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
-
-
-def footprint_options() -> dict[str, Any]:
+def footprint_options(own: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """How the planner compiles a program for its footprint: at LLVM optimisation level 0 (memory and HLO come
     from XLA's HLO passes and buffer assignment, which machine-code optimisation does not change, and the
-    compile takes half the time). Where XLA_FLAGS chooses the CPU fusion emitters (the test suite selects the
-    older LLVM IR ones, tests/conftest.py), XLA's own are put back: the older ones size some fusions' buffers
-    differently and refuse a scatter of 2^31 indices or more, which a plan of a grid too large for this
-    machine holds. Only then: a jaxlib without that flag would refuse the option."""
+    compile takes half the time), with the CPU fusion emitters the run compiles the program with: those of its
+    own XLA options ``own`` where they choose (a walled chunk on CPUs takes the older LLVM IR ones:
+    :data:`~simulator.time.integrators.FUSION_EMITTERS`), else XLA's own, put back where XLA_FLAGS chooses others
+    (the test suite selects the older ones, tests/conftest.py): the older ones size some fusions' buffers
+    differently and refuse a scatter of 2^31 indices or more, which a plan of a grid too large for this machine
+    holds."""
     options: dict[str, Any] = {"xla_backend_optimization_level": 0}
     if f"--{FUSION_EMITTERS}" in os.environ.get("XLA_FLAGS", ""):
         options[FUSION_EMITTERS] = True
+    if own and FUSION_EMITTERS in own:
+        options[FUSION_EMITTERS] = own[FUSION_EMITTERS]
     return options
 
 
