@@ -32,11 +32,10 @@ from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
-from simulator.fft.bases import CHEBYSHEV, LEGENDRE
 from simulator.output import hdf5, kinds
 from simulator.run import programs, states
 from simulator.run.states import FieldSource
-from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, FUSION_EMITTERS, run_controlled_steps
+from simulator.time.integrators import chunk_compiler_options, run_controlled_steps
 from simulator.time.schemes import SCHEMES
 
 
@@ -91,9 +90,7 @@ class Simulation:
         self.compiler_options = assembly.compiler_options(self._spectral_elements())
         #: and of its chunk of steps (which reduces nothing over the state: the multi-output fusion that
         #: assembly turns off for reductions stays on, measured right and 14% faster at 1024^3)
-        self.chunk_options = dict(CHUNK_COMPILER_OPTIONS)
-        if self.fft.walls and self.fft.basis in (CHEBYSHEV, LEGENDRE) and self.fft.route == "cpu":
-            self.chunk_options[FUSION_EMITTERS] = False  # XLA's older CPU emitters: quicker to compile and to step
+        self.chunk_options = chunk_compiler_options(self.fft.basis if self.fft.walls else None, self.fft.route)
         # the run time t is an argument (equations that depend on it explicitly see it: Equation.at).
         # ``names``: the fields to compute (static; None: all). XLA drops the rest
         jit = functools.partial(jax.jit, compiler_options=self.compiler_options)

@@ -25,6 +25,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from simulator.fft.bases import CHEBYSHEV, LEGENDRE
+
 Step = Callable[[Any, jax.Array, jax.Array, Any], Any]
 
 #: XLA options of a compiled chunk of steps. Loop-invariant code motion is off: it would hoist every
@@ -37,6 +39,14 @@ CHUNK_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "while-loop-invariant-code-m
 #: Simulation`): it compiles in a quarter to 43% less CPU time than with XLA's own (MLIR) emitters and steps as fast
 #: or 5% faster (docs/explanation/chebyshev.md). Not the others: the free-slip plane steps 7% slower with them.
 FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+
+
+def chunk_compiler_options(bounded: str | None, route: str) -> dict[str, Any]:
+    """XLA options of a run's chunk: :data:`CHUNK_COMPILER_OPTIONS`, and the older CPU fusion emitters
+    (:data:`FUSION_EMITTERS`) where its route is the CPU's and its bounded axis a polynomial basis (``bounded``: the
+    basis across its plates, None without plates)."""
+    older = route == "cpu" and bounded in (CHEBYSHEV, LEGENDRE)
+    return {**CHUNK_COMPILER_OPTIONS, **({FUSION_EMITTERS: False} if older else {})}
 
 
 def stage_equation(eq: Any, t: Any, dt: Any, stage: Any, shifts: tuple[float, ...]) -> Any:
