@@ -69,9 +69,10 @@ def pytest_configure(config):
     # round-off, which no test's tolerance is near. Likewise XLA's CPU fusion emitters (MLIR) take longer to
     # build a fusion's code than its older LLVM IR emitters: with the older ones the Boussinesq gradient
     # program of tests/grad_objective.py compiles in 4.5 s instead of 6.7, and the suite in 18 minutes instead
-    # of 21. They size some fusions' buffers differently, so the planner's footprint compiles keep XLA's own
-    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test
-    # checks is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their
+    # of 21. They size some fusions' buffers differently, so the planner's footprint compiles take the emitters a
+    # user's run takes (XLA's own, but the older ones for a chunk across no-slip plates, which chooses them itself:
+    # simulator.planning.plan.footprint_options): every memory figure a test checks is the one a user's run gets.
+    # And XLA splits each program's LLVM module into parts to generate their
     # machine code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost
     # CPU of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
     # time of tests/test_mhd.py falls from 35 s to 28 (five runs of each, alternated).

@@ -68,7 +68,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
     # each program with its footprint options, the chunk's and the step's keeping the emitters the run's chunk takes
-    with_options = {name: (low, footprint_options(sim.chunk_options if name in ("chunk", "step") else {}))
+    with_options = {name: (low, footprint_options(sim.chunk_options if name in ("chunk", "step") else None))
                     for name, low in lowered.items()}
     if gpu is None:
         def compile_one(lowered_options: tuple[Any, dict[str, Any]]) -> Any:

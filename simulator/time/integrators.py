@@ -36,8 +36,9 @@ Step = Callable[[Any, jax.Array, jax.Array, Any], Any]
 CHUNK_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion"}
 #: the XLA option choosing the CPU fusion emitters. The chunk of a run across no-slip or mixed plates (a Chebyshev or
 #: Legendre basis) on CPUs takes the older ones (LLVM IR written per fusion; :class:`~simulator.run.simulation.
-#: Simulation`): it compiles in a quarter to 43% less CPU time than with XLA's own (MLIR) emitters and steps as fast
-#: or 5% faster (docs/explanation/chebyshev.md). Not the others: the free-slip plane steps 7% slower with them.
+#: Simulation`): it compiles in a fifth to two fifths less CPU time than with XLA's own (MLIR) emitters (the no-slip
+#: plane 21%, the Tollmien-Schlichting channel 40%) and steps as fast or 5% faster (docs/explanation/chebyshev.md).
+#: Not the others: the free-slip plane steps 7% slower with them.
 FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
 
 
