@@ -119,18 +119,21 @@ def tollmien_schlichting(x: np.ndarray, y: np.ndarray, reynolds: float = 1e4, al
     peak of |u'| is ``amplitude`` (in U_c). Divergence-free and zero at the plates with phi's own accuracy.
 
     ``x`` (shape ``(Nx,)``) and ``y`` (shape ``(Ny,)``, from the centre line) give the grid; returns the wave
-    speed c (growth rate alpha Im c) and u', v' of shape ``(Nx, Ny)``."""
-    # the solve's modules hold JAX: imported here, so that a config's checks (check_channel) load none
-    from simulator.walls import chebyshev, eigen
+    speed c (growth rate alpha Im c) and u', v' of shape ``(Nx, Ny)``.
+
+    NumPy alone, in float64 whatever the run's precision: it runs on the host, in a start's callback, where a
+    JAX transform would compile a few dozen small programs of its own."""
+    # the solve's module holds SciPy: imported here, so that a config's checks (check_channel) load none
+    from simulator.walls import eigen
 
     c, points, phi = eigen.tollmien_schlichting(reynolds, alpha * h, TS_DEGREE)
-    coefficients = np.asarray(chebyshev.forward(phi))
-    slope = np.asarray(chebyshev.derivative(coefficients, 2.0 * h))
+    # the interpolant on the Gauss-Lobatto points (a fit of full degree), its slope d/dy = (1/h) d/ds
+    series = np.polynomial.chebyshev.Chebyshev.fit(points, phi, len(points) - 1, domain=[-1.0, 1.0])
+    slope = series.deriv() / h
     s = np.asarray(y, dtype=float) / h
-    mode = np.polynomial.chebyshev.chebval(s, coefficients)
-    dmode = np.polynomial.chebyshev.chebval(s, slope)
+    mode, dmode = series(s), slope(s)
     wave = np.exp(1j * alpha * np.asarray(x, dtype=float))[:, None]
-    scale = amplitude / np.abs(np.polynomial.chebyshev.chebval(points, slope)).max()
+    scale = amplitude / np.abs(slope(points)).max()
     u = (scale * dmode[None, :] * wave).real
     v = (scale * -1j * alpha * mode[None, :] * wave).real
     return complex(c), u, v
