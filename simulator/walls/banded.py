@@ -16,6 +16,11 @@ A loop that ``lax.scan`` unrolls itself over a count it does not divide, or one 
 inputs first, every factor among them, once per solve (58 of the 310 bytes a cell a 64^2 no-slip plane's chunk
 held so). So the down sweep, which pairs row i's interchange with row i + 1's right-hand side, takes the
 right-hand side as its first row and the rows after it (:func:`solve`), as the caller's reordering copy makes them.
+
+A solve handed its bands is differentiated as a linear system (Giles 2008, "Collected matrix derivative results for
+forward and reverse mode algorithmic differentiation"): the tangent of A x = b solves A x' = b' - A' x by the same
+factors, the cotangent b_bar = A^-T x_bar by :func:`solve_transposed` on them, and A's own cotangent, -b_bar x^T on
+the bands, follows from their formula; neither the factorisation nor the sweeps' loops are differentiated.
 """
 
 from __future__ import annotations
@@ -91,16 +96,25 @@ def factor(bands: jnp.ndarray) -> Factors:
     return Factors(*(_rows(f) for f in factors))
 
 
-def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray) -> jnp.ndarray:
+def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray, bands: jnp.ndarray | None = None
+          ) -> jnp.ndarray:
     """The solutions x[n, ...] of the factored systems, rows first as the factors (real or complex; the factors'
     batch axes broadcast against the right-hand side's), for the right-hand side whose row 0 is ``first`` ``(...)``
     and whose rows 1, 2, ... are ``later[0], later[1], ...`` (``later`` ``(n, ...)``, its last row zero: the down
     sweep's trip i pairs row i's interchange with row i + 1).
 
+    With ``bands``, the matrices ``factors`` was made from (the module's layout), a derivative of the solution is
+    taken as a linear system's (:func:`jax.lax.custom_linear_solve`): a tangent x' solves A x' = b' - A' x by the
+    same factors, a cotangent solves the transposed systems (:func:`solve_transposed`), and A' is the bands'
+    own tangent, so neither the factorisation nor the sweeps are differentiated (JAX's derivative of their loops
+    compiles to several times the solve's own program). Without, JAX differentiates the sweeps.
+
     The up sweep writes each x_i over the row of L^-1 b it reads (a loop over the trips that carries the down
     sweep's result and updates it in place, not a scan that stacks a third array): a solve holds two right-hand
     sides' size beside its input. The down sweep cannot so write over ``later``: its carry reads the rows the
     write replaces, and XLA then copies the whole array twice a trip to keep the write from overtaking it."""
+    if bands is not None:
+        return _as_linear_system(factors, first, later, bands)
     swapped, multipliers, upper = factors
 
     def down(current, rows):
@@ -133,3 +147,72 @@ def solve(factors: Factors, first: jnp.ndarray, later: jnp.ndarray) -> jnp.ndarr
 
     after = jnp.zeros((width - 1, *shape), dtype)
     return jax.lax.fori_loop(0, trips, up, (after, jnp.broadcast_to(y.astype(dtype), (y.shape[0], *shape))))[1]
+
+
+def solve_transposed(factors: Factors, rows: jnp.ndarray) -> jnp.ndarray:
+    """The solutions z ``(n, ...)`` of the transposed systems A^T z = g for right-hand sides ``rows`` ``(n, ...)``
+    (rows first, as the factors; not conjugated: A is real). With the factorisation E A = U, E = E_(n-1) .. E_0 and
+    E_i = (I - m_i e_(i+1) e_i^T) P_i (row i's interchange, then its multiplier), A^T = U^T E^-T: forward
+    substitution by U^T down the rows, then E^T = E_0^T .. E_(n-1)^T applied back up them, E_i^T = P_i (I - m_i
+    e_i e_(i+1)^T). What a cotangent through :func:`solve` solves; O(n) per matrix, as the solve."""
+    swapped, multipliers, upper = factors
+    n, width = upper.shape[0], upper.shape[-1]
+    shape = jnp.broadcast_shapes(rows.shape[1:], upper.shape[1:-1])
+    dtype = jnp.result_type(rows, upper)
+    rows = jnp.broadcast_to(rows.astype(dtype), (n, *shape))
+    # row i of U^T holds U[i - d, d] at column i - d: each of those entries aligned with row i (zero above the top)
+    column = jnp.stack([jnp.concatenate([jnp.zeros((d, *upper.shape[1:-1]), upper.dtype), upper[..., d]])[:n]
+                        for d in range(1, width)], -1)
+
+    def substitute(earlier, xs):  # earlier: v_(i-1), v_(i-2), ..., v_(i-width+1)
+        g, diagonal, entries = xs
+        v = (g - jnp.einsum("...d,d...->...", entries, earlier)) / diagonal
+        return jnp.concatenate([v[None], earlier[:-1]]), v
+
+    _, v = jax.lax.scan(substitute, jnp.zeros((width - 1, *shape), dtype), (rows, upper[..., 0], column))
+
+    def back(after, xs):  # after: the entry at row i + 1, final once E_i^T has acted
+        swap, multiplier, v_i = xs
+        here = v_i - multiplier * after
+        return jnp.where(swap, after, here), jnp.where(swap, here, after)
+
+    # E_(n-1) is the identity (the padding's last elimination): the entry below the last row starts at zero
+    first, below = jax.lax.scan(back, jnp.zeros(shape, dtype), (swapped, multipliers, v), reverse=True)
+    return jnp.concatenate([first[None], below[:-1]])
+
+
+def _product(bands: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+    """A x for solutions ``x`` ``(n, ...)`` rows first, A the banded matrices ``bands`` (the module's layout) padded
+    to the ``n`` rows by identity rows, as :func:`factor` pads them."""
+    n, width = x.shape[0], bands.shape[-1]
+    identity = jnp.zeros((*bands.shape[:-2], n - bands.shape[-2], width), bands.dtype).at[..., 1].set(1.0)
+    rows = jnp.moveaxis(jnp.concatenate([bands, identity], -2), -2, 0)
+    rows = rows.reshape(n, *[1] * (x.ndim - rows.ndim + 1), *rows.shape[1:])  # the batch axes x has beyond them
+    # row i meets x_(i - 1) .. x_(i + width - 2): x with a zero row above and width - 2 below
+    margin = jnp.zeros((width - 2, *x.shape[1:]), x.dtype)
+    padded_x = jnp.concatenate([margin[:1], x, margin])
+    return sum(rows[..., d] * padded_x[d: d + n] for d in range(width))
+
+
+def _as_linear_system(factors: Factors, first: jnp.ndarray, later: jnp.ndarray, bands: jnp.ndarray) -> jnp.ndarray:
+    """:func:`solve` of ``bands``' systems by ``factors``, differentiated as a linear system. The right-hand side
+    comes as :func:`solve` takes it, (row 0, the rows after it); :func:`jax.lax.custom_linear_solve` asks the
+    solution in the same form, so the solution is the pair (zero, x): the first entry a stand-in the solve leaves
+    zero and the product ignores, the second the rows, so the forward solve moves no row."""
+    shape = jnp.broadcast_shapes(later.shape[1:], factors.upper.shape[1:-1])
+    dtype = jnp.result_type(later, factors.upper)
+    rhs = (jnp.broadcast_to(first.astype(dtype), shape),
+           jnp.broadcast_to(later.astype(dtype), (later.shape[0], *shape)))
+
+    def product(x: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        b = _product(bands, x[1])
+        return b[0], jnp.concatenate([b[1:], jnp.zeros_like(b[:1])])
+
+    def forward(_, b: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        return jnp.zeros_like(b[0]), solve(factors, *b)
+
+    def transposed(_, x: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        z = solve_transposed(factors, x[1])
+        return z[0], jnp.concatenate([z[1:], jnp.zeros_like(z[:1])])
+
+    return jax.lax.custom_linear_solve(product, rhs, forward, transposed)[1]

@@ -200,7 +200,8 @@ class Helmholtz:
                           -alpha[..., 0] * q[3, 0] * lift[..., 1], -alpha[..., 0] * q[4, 0] * lift[..., 2]], -1)
         rhs = apply_quasi_inverse(half**2 * f)
         rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
-        hat = from_parity_rows(banded.solve(self.factors, *parity_rows(rhs, self.factors.rows)), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, *parity_rows(rhs, self.factors.rows),
+                                           self._bands(self.alpha, n, condition)), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
         u = u.at[..., 2:].add(hat * galerkin_beta(n, condition))
         return u.at[..., :3].add(lift.astype(u.dtype))

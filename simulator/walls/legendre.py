@@ -187,6 +187,7 @@ class Helmholtz(helmholtz.Helmholtz):
             - self.alpha[..., None] * lift
         g = (half**2 * f).at[..., :3].add(ends.astype(jnp.result_type(f, ends)))
         rhs = jnp.matmul(g, test.astype(jnp.finfo(g.dtype).dtype), precision=jax.lax.Precision.HIGHEST)
-        hat = from_parity_rows(banded.solve(self.factors, *parity_rows(rhs, self.factors.rows)), n - 2)
+        hat = from_parity_rows(banded.solve(self.factors, *parity_rows(rhs, self.factors.rows),
+                                           self._bands(self.alpha, n, condition)), n - 2)
         u = jnp.matmul(hat, basis.T.astype(jnp.finfo(hat.dtype).dtype), precision=jax.lax.Precision.HIGHEST)
         return u.at[..., :3].add(lift.astype(u.dtype))
